@@ -11,5 +11,6 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/sig.h"
 
 #endif

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * engine/: local storage under one data directory. Two parts:
+ *  - the KV store: one RocksDB instance (C API) with column families per
+ *    table family (DESIGN.md 4, 8), ordered byte keys, atomic write batches;
+ *  - the blob store: object bytes in append-only segment files with a
+ *    checksummed record header, fsync group-commit before a write is
+ *    acknowledged, space reclaimed after delete (hole punching, and whole
+ *    segments unlinked once empty).
+ * RocksDB errptr strings and errno are translated to enum mg_err here and
+ * nowhere else. All functions are thread-safe unless noted.
+ */
+#ifndef MG_ENGINE_H
+#define MG_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+/* ------------------------------------------------------------- KV store */
+
+enum eng_cf {
+    ENG_CF_DEFAULT, /* unused by meta; RocksDB requires it */
+    ENG_CF_META,    /* B· buckets, M· entries, U· multipart uploads */
+    ENG_CF_INDEX,   /* I· secondary indexes (time index, blob index) */
+    ENG_CF__COUNT
+};
+
+struct eng_db_opts {
+    int wal;                  /* 1: RocksDB WAL on (until Raft is the WAL) */
+    size_t block_cache_bytes; /* 0: default */
+};
+
+struct eng_db;
+
+/* Open (create if missing) the RocksDB at dir. errmsg (>= 256 bytes) gets the reason.
+ * Returns 0, MG_EIO, MG_ENOSPC, MG_ECORRUPT. */
+int eng_db_open(const char *dir, const struct eng_db_opts *opts, struct eng_db **out,
+                char *errmsg);
+void eng_db_close(struct eng_db *db);
+
+/* Point read: value copied into val (appended; caller owns val). Returns 0, MG_ENOTFOUND,
+ * MG_EIO. */
+int eng_get(struct eng_db *db, enum eng_cf cf, const void *key, size_t klen, struct mg_buf *val);
+
+/* Atomic write batch, built by one thread, then committed. */
+struct eng_batch;
+struct eng_batch *eng_batch_create(void);
+void eng_batch_destroy(struct eng_batch *b);
+void eng_batch_put(struct eng_batch *b, enum eng_cf cf, const void *k, size_t kl, const void *v,
+                   size_t vl);
+void eng_batch_delete(struct eng_batch *b, enum eng_cf cf, const void *k, size_t kl);
+void eng_batch_delete_range(struct eng_batch *b, enum eng_cf cf, const void *start, size_t sl,
+                            const void *end, size_t el);
+size_t eng_batch_count(const struct eng_batch *b);
+/* Commit; sync=1 waits for the WAL fsync (concurrent committers share one fsync: RocksDB
+ * group commit). Returns 0, MG_EIO, MG_ENOSPC. The batch is unchanged (caller destroys). */
+int eng_batch_commit(struct eng_db *db, struct eng_batch *b, int sync);
+
+/* Ordered iterator over [lower, upper) of one column family (upper may be NULL = unbounded).
+ * Bounds are copied. A consistent snapshot for the iterator's lifetime. */
+struct eng_iter;
+struct eng_iter *eng_iter_create(struct eng_db *db, enum eng_cf cf, const void *lower, size_t ll,
+                                 const void *upper, size_t ul);
+void eng_iter_destroy(struct eng_iter *it);
+void eng_iter_seek(struct eng_iter *it, const void *k, size_t kl); /* first key >= k */
+void eng_iter_next(struct eng_iter *it);
+int eng_iter_valid(const struct eng_iter *it);
+const char *eng_iter_key(const struct eng_iter *it, size_t *len);   /* valid until next move */
+const char *eng_iter_value(const struct eng_iter *it, size_t *len); /* valid until next move */
+/* 0 or MG_EIO if the iteration stopped on an error. */
+int eng_iter_status(const struct eng_iter *it);
+
+/* Compact [start, end) of cf (the delete tracker's target). */
+int eng_compact_range(struct eng_db *db, enum eng_cf cf, const void *start, size_t sl,
+                      const void *end, size_t el);
+
+/* Integer RocksDB property ("rocksdb.estimate-num-keys", ...) summed over cfs; 0 if absent. */
+uint64_t eng_db_property_int(struct eng_db *db, const char *name);
+
+/* ------------------------------------------------------------ blob store */
+
+/* Where a blob's bytes live. Fixed size, stored verbatim in metadata entries. */
+struct eng_blob_ref {
+    uint64_t segment; /* segment file number */
+    uint64_t offset;  /* offset of the data (after the record header) */
+    uint64_t length;  /* data bytes */
+    uint32_t crc32c;  /* of the data, verified on full reads */
+    uint32_t flags;   /* reserved, 0 */
+};
+
+struct eng_blob_opts {
+    uint64_t segment_bytes; /* roll to a new shared segment past this (default 64 MiB) */
+    uint64_t own_file_bytes; /* blobs at least this large get a segment of their own, unlinked
+                                on free (default 8 MiB) */
+};
+
+struct eng_blobstore;
+
+/* Open the blob store in dir (created if missing). Returns 0, MG_EIO. */
+int eng_blob_open(const char *dir, const struct eng_blob_opts *opts, struct eng_blobstore **out,
+                  char *errmsg);
+void eng_blob_close(struct eng_blobstore *bs);
+
+/* Streaming writer: bounded memory whatever the blob size. size_hint (0 = unknown) lets large
+ * blobs go to their own segment. Writers on different threads proceed concurrently. */
+struct eng_blob_writer;
+int eng_blob_writer_create(struct eng_blobstore *bs, uint64_t size_hint,
+                           struct eng_blob_writer **out);
+/* Returns 0, MG_EIO, MG_ENOSPC (the writer is then poisoned: only abort is allowed). */
+int eng_blob_writer_append(struct eng_blob_writer *w, const void *data, size_t len);
+/* Make the blob durable (fsync, group-committed with concurrent writers) and fill ref.
+ * Frees w whatever the result. Returns 0, MG_EIO, MG_ENOSPC; on error nothing is visible
+ * and the space is released. */
+int eng_blob_writer_finish(struct eng_blob_writer *w, struct eng_blob_ref *ref);
+/* Discard an unfinished blob; frees w. */
+void eng_blob_writer_abort(struct eng_blob_writer *w);
+
+/* Read len bytes at offset (relative to the blob's data) into buf. Returns 0, MG_EIO,
+ * MG_ECORRUPT (only detected when the whole blob is read in one call), MG_EINVALIDARGUMENT if
+ * out of range. */
+int eng_blob_read(struct eng_blobstore *bs, const struct eng_blob_ref *ref, uint64_t offset,
+                  void *buf, size_t len);
+/* Open fd of the blob's segment for zero-copy sends (caller must not close it; valid until
+ * eng_blob_free of every blob in it). Returns fd >= 0 or -MG_EIO. */
+int eng_blob_fd(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
+
+/* Release the blob's space (after the metadata no longer references it). Idempotent. */
+void eng_blob_free(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
+
+struct eng_blob_stats {
+    uint64_t segments;       /* files */
+    uint64_t bytes_written;  /* since open */
+    uint64_t bytes_freed;    /* since open */
+    uint64_t fsyncs;         /* since open */
+    uint64_t disk_bytes;     /* allocated on disk now (st_blocks * 512) */
+};
+void eng_blob_stats_get(struct eng_blobstore *bs, struct eng_blob_stats *out);
+
+#endif

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * meta/: the metadata service. Clients of this layer issue typed operations
+ * (DESIGN.md 5), never generic reads and writes. Each op reads the shard's
+ * current state, produces a write set (one engine batch) and hands it to the
+ * shard, which applies it: today a local apply with the RocksDB WAL on
+ * (issue 2); next, a Raft proposal (raft/, DESIGN.md 6) whose commit applies
+ * the same write set — so ops and engine stay unchanged when Raft slots in.
+ * Key schema: DESIGN.md 4 (flat buckets: parent-id 0, name = whole key).
+ *
+ * Object bytes: the gateway streams them into a struct meta_data_writer (the
+ * blob store, or inline in the entry under the configured threshold) and
+ * passes the resulting struct meta_data to the put op; the op commits the
+ * metadata only after the data is durable, and frees the data of whatever it
+ * replaced. A failed op frees the new data: never a half-visible object.
+ *
+ * Results are allocated from the caller's arena (struct mg_arena) and die
+ * with it. All functions are thread-safe (read-modify-write ops serialize on
+ * a per-key lock inside the shard). Errors are enum mg_err values.
+ */
+#ifndef MG_META_H
+#define MG_META_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "engine/engine.h"
+
+#define META_KEY_MAX 1024       /* S3 key length limit, bytes */
+#define META_BUCKET_NAME_MAX 63
+#define META_PART_MAX 10000
+#define META_PART_MIN_BYTES (5u << 20) /* every part but the last (EntityTooSmall) */
+
+enum meta_acl {
+    META_ACL_PRIVATE,
+    META_ACL_PUBLIC_READ,
+    META_ACL_PUBLIC_READ_WRITE,
+    META_ACL_AUTHENTICATED_READ,
+};
+
+struct meta_opts {
+    const char *data_dir;       /* engine lives in data_dir/db and data_dir/blobs */
+    int wal;                    /* RocksDB WAL (1 until Raft is the WAL) */
+    uint32_t inline_max_bytes;  /* objects up to this size live inside their entry */
+};
+
+struct meta_store;
+
+/* Open the embedded single-shard store. errmsg (>= 256 bytes). Returns 0, MG_EIO, MG_ECORRUPT. */
+int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char *errmsg);
+void meta_store_close(struct meta_store *ms);
+
+/* Name/value pair (user metadata x-amz-meta-*, tags). */
+struct meta_kv {
+    struct mg_str k;
+    struct mg_str v;
+};
+
+/* ------------------------------------------------------------------ buckets */
+
+struct meta_bucket {
+    struct mg_str name;
+    uint64_t id;
+    struct mg_str owner;     /* user name */
+    int64_t created_ms;
+    enum meta_acl acl;
+    struct meta_kv *tags;
+    size_t ntags;
+    struct mg_str lifecycle; /* lifecycle configuration XML as stored, empty if none */
+};
+
+/* S3 bucket naming rules (3-63 chars, lower case, digits, '.', '-', no IP form, ...).
+ * Returns 0 or MG_EINVALIDBUCKETNAME. */
+int meta_bucket_name_check(struct mg_str name);
+
+/* Returns 0, MG_EBUCKETOWNED (same owner: the gateway answers 200 as us-east-1 does),
+ * MG_EBUCKETEXISTS, MG_EINVALIDBUCKETNAME, MG_EIO. */
+int meta_bucket_create(struct meta_store *ms, struct mg_str name, struct mg_str owner,
+                       enum meta_acl acl);
+/* Returns 0, MG_ENOSUCHBUCKET, MG_EIO. */
+int meta_bucket_get(struct meta_store *ms, struct mg_str name, struct mg_arena *a,
+                    struct meta_bucket *out);
+/* Returns 0, MG_ENOSUCHBUCKET, MG_EBUCKETNOTEMPTY (objects or in-progress uploads), MG_EIO. */
+int meta_bucket_delete(struct meta_store *ms, struct mg_str name);
+/* Buckets owned by owner (all when owner.len == 0), by name. */
+int meta_bucket_list(struct meta_store *ms, struct mg_str owner, struct mg_arena *a,
+                     struct meta_bucket **out, size_t *n);
+
+/* Field updates; which fields by mask. Returns 0, MG_ENOSUCHBUCKET, MG_EIO. */
+enum { META_BUCKET_SET_ACL = 1, META_BUCKET_SET_TAGS = 2, META_BUCKET_SET_LIFECYCLE = 4 };
+int meta_bucket_update(struct meta_store *ms, struct mg_str name, unsigned mask,
+                       const struct meta_bucket *values);
+
+/* ------------------------------------------------------------ object data */
+
+/* One contiguous piece of an object's bytes. */
+struct meta_extent {
+    struct eng_blob_ref ref;
+};
+
+/* The bytes of an object (or part): inline, or a list of extents (one per part after a
+ * multipart complete). */
+struct meta_data {
+    uint64_t size;
+    struct mg_str inline_data;   /* when non-empty or size == 0: the bytes themselves */
+    struct meta_extent *extents; /* else: in order */
+    size_t nextents;
+};
+
+struct meta_data_writer;
+/* Start writing an object's bytes; size_hint 0 = unknown. */
+int meta_data_writer_create(struct meta_store *ms, uint64_t size_hint,
+                            struct meta_data_writer **out);
+/* Returns 0, MG_EIO, MG_ENOSPC (poisoned: only abort). Bounded memory (inline threshold). */
+int meta_data_writer_append(struct meta_data_writer *w, const void *data, size_t len);
+/* Durable (fsync) before return; fills out from arena; frees w. Returns 0, MG_EIO, MG_ENOSPC. */
+int meta_data_writer_finish(struct meta_data_writer *w, struct mg_arena *a, struct meta_data *out);
+void meta_data_writer_abort(struct meta_data_writer *w);
+/* Free data that no op took ownership of (e.g. the request failed after finish). */
+void meta_data_release(struct meta_store *ms, const struct meta_data *d);
+
+/* Read len bytes at offset of the object's bytes into buf. Returns 0, MG_EIO, MG_ECORRUPT. */
+int meta_data_read(struct meta_store *ms, const struct meta_data *d, uint64_t offset, void *buf,
+                   size_t len);
+
+/* ------------------------------------------------------------------ objects */
+
+struct meta_part_info { /* for GetObjectAttributes ObjectParts and GET ?partNumber */
+    uint32_t number;
+    uint64_t size;
+    struct mg_str checksum; /* base64, may be empty */
+};
+
+struct meta_object {
+    struct mg_str key;
+    uint64_t size;
+    int64_t mtime_ms;
+    struct mg_str etag;               /* without quotes: hex md5, or hex-N for multipart */
+    struct mg_str content_type;       /* empty: not set */
+    struct mg_str content_encoding;
+    struct mg_str cache_control;
+    struct mg_str content_disposition;
+    struct mg_str content_language;
+    struct mg_str expires;
+    struct meta_kv *user_meta;        /* x-amz-meta-* with the prefix removed, lower-case names */
+    size_t nuser_meta;
+    struct meta_kv *tags;
+    size_t ntags;
+    enum meta_acl acl;
+    struct mg_str owner;
+    enum mg_cksum_algo cksum_algo;    /* MG_CKSUM_NONE if none */
+    struct mg_str cksum_value;        /* base64 ("...-N" composite form for multipart) */
+    struct meta_part_info *parts;     /* multipart only */
+    size_t nparts;
+    struct meta_data data;
+};
+
+/* Preconditions on the destination of a write (conditional PUT). */
+struct meta_put_cond {
+    int if_none_match_any;      /* If-None-Match: * -> MG_EPRECONDITION if the key exists */
+    struct mg_str if_match;     /* non-empty: etag must equal (unquoted) or MG_EPRECONDITION
+                                   (MG_ENOSUCHKEY if absent) */
+};
+
+/* Store obj at (bucket, obj->key), replacing any existing object (whose data is then freed).
+ * Takes ownership of obj->data in all cases (released on failure). mtime is set by the op.
+ * Returns 0, MG_ENOSUCHBUCKET, MG_EKEYTOOLONG, MG_EPRECONDITION, MG_ENOSUCHKEY, MG_EIO,
+ * MG_ENOSPC. */
+int meta_object_put(struct meta_store *ms, struct mg_str bucket, const struct meta_object *obj,
+                    const struct meta_put_cond *cond);
+/* Returns 0, MG_ENOSUCHBUCKET, MG_ENOSUCHKEY, MG_EIO. */
+int meta_object_get(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                    struct mg_arena *a, struct meta_object *out);
+/* Idempotent: 0 whether or not the key existed. Returns 0, MG_ENOSUCHBUCKET, MG_EIO.
+ * existed (may be NULL) tells which. */
+int meta_object_delete(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                       int *existed);
+
+enum { META_OBJECT_SET_TAGS = 1, META_OBJECT_SET_ACL = 2 };
+/* Update tags/acl in place (no data change, mtime unchanged). Returns 0, MG_ENOSUCHBUCKET,
+ * MG_ENOSUCHKEY, MG_EIO. */
+int meta_object_update(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                       unsigned mask, const struct meta_object *values);
+
+/* Copy: the destination gets a fresh copy of the source bytes (streamed in bounded chunks)
+ * and the attributes in dst (key, headers, user meta, tags, acl: the caller applies the
+ * COPY/REPLACE directive); dst->data, size, etag and checksum are taken from the source
+ * (etag recomputed as the md5 of the bytes when the source is multipart). range_* selects a
+ * byte range (UploadPartCopy); range_len = UINT64_MAX means whole object. The result
+ * (etag, mtime, size) is returned in out. */
+int meta_object_copy(struct meta_store *ms, struct mg_str src_bucket, struct mg_str src_key,
+                     struct mg_str dst_bucket, const struct meta_object *dst, struct mg_arena *a,
+                     struct meta_object *out);
+
+/* LIST (V1 and V2 share it). Keys > start_after (and >= prefix), with prefix; when delimiter
+ * is non-empty, keys containing it after the prefix roll up into common prefixes, and the
+ * scan seeks past each common prefix in one step instead of reading its keys. Up to
+ * max_keys entries + prefixes in total. next_marker is the last key or prefix returned
+ * (for V1 NextMarker and V2 continuation tokens). */
+struct meta_list_req {
+    struct mg_str prefix;
+    struct mg_str delimiter;
+    struct mg_str start_after; /* exclusive */
+    uint32_t max_keys;         /* 0..1000 */
+};
+struct meta_list_result {
+    struct meta_object *objects; /* key, size, mtime_ms, etag, owner, checksum algo set */
+    size_t nobjects;
+    struct mg_str *prefixes;
+    size_t nprefixes;
+    int truncated;
+    struct mg_str next_marker;
+};
+int meta_object_list(struct meta_store *ms, struct mg_str bucket, const struct meta_list_req *req,
+                     struct mg_arena *a, struct meta_list_result *out);
+
+/* ---------------------------------------------------------------- multipart */
+
+/* Create an upload; tmpl carries the attributes of the final object (key, headers, user
+ * meta, tags, acl, cksum_algo). upload_id (base64url-safe, NUL-terminated) from arena.
+ * Returns 0, MG_ENOSUCHBUCKET, MG_EKEYTOOLONG, MG_EIO. */
+int meta_mpu_create(struct meta_store *ms, struct mg_str bucket, const struct meta_object *tmpl,
+                    struct mg_arena *a, struct mg_str *upload_id);
+
+struct meta_part {
+    uint32_t number;
+    uint64_t size;
+    int64_t mtime_ms;
+    struct mg_str etag;      /* hex md5, unquoted */
+    struct mg_str checksum;  /* base64 of the upload's algorithm, may be empty */
+    struct meta_data data;
+};
+
+/* Store part (takes ownership of part->data; replaces and frees an earlier same-numbered
+ * part). Returns 0, MG_ENOSUCHUPLOAD, MG_EINVALIDARGUMENT (number outside 1..10000), MG_EIO. */
+int meta_mpu_put_part(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                      struct mg_str upload_id, const struct meta_part *part);
+
+/* Complete with the client's list (number + etag, checksum optional). Validates: ascending
+ * numbers (MG_EINVALIDPARTORDER), each part exists with that etag (MG_EINVALIDPART), every
+ * part but the last >= 5 MiB (MG_EENTITYTOOSMALL). Builds the object (ETag = hex(md5 of the
+ * parts' binary md5s) + "-N"), frees unlisted parts, removes the upload. out from arena.
+ * Returns 0, MG_ENOSUCHUPLOAD, the above, MG_EIO. */
+int meta_mpu_complete(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                      struct mg_str upload_id, const struct meta_part *parts, size_t nparts,
+                      struct mg_arena *a, struct meta_object *out);
+/* Frees every part. Returns 0, MG_ENOSUCHUPLOAD, MG_EIO. */
+int meta_mpu_abort(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                   struct mg_str upload_id);
+
+/* Upload's template object (for ListParts owner/storage, checksum algo). */
+int meta_mpu_get(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                 struct mg_str upload_id, struct mg_arena *a, struct meta_object *tmpl);
+
+/* Parts with number > marker, up to max. */
+int meta_mpu_list_parts(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                        struct mg_str upload_id, uint32_t marker, uint32_t max,
+                        struct mg_arena *a, struct meta_part **out, size_t *n, int *truncated);
+
+struct meta_upload {
+    struct mg_str key;
+    struct mg_str upload_id;
+    int64_t initiated_ms;
+    struct mg_str owner;
+};
+/* In-progress uploads with key > key_marker (or == key_marker and id > upload_id_marker),
+ * with prefix, up to max. */
+int meta_mpu_list(struct meta_store *ms, struct mg_str bucket, struct mg_str prefix,
+                  struct mg_str key_marker, struct mg_str upload_id_marker, uint32_t max,
+                  struct mg_arena *a, struct meta_upload **out, size_t *n, int *truncated);
+
+/* ------------------------------------------------------------------- stats */
+
+struct meta_stats {
+    uint64_t buckets;
+    uint64_t rocksdb_estimate_keys;
+    uint64_t rocksdb_sst_bytes;
+    uint64_t rocksdb_memtable_bytes;
+    struct eng_blob_stats blobs;
+};
+void meta_stats_get(struct meta_store *ms, struct meta_stats *out);
+
+#endif
