@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal contract inside gateway/ between the HTTP core (server, routing,
+ * authentication, body decoding, responses, metrics: server.c, route.c,
+ * auth.c, body.c, respond.c, metrics.c) and the S3 operation handlers
+ * (s3_*.c, xml.c). The public header of the module is gateway/gateway.h.
+ *
+ * Request flow (all on the loop thread that accepted the connection):
+ *   on_req -> gw_route (op, bucket, key, subresources)
+ *          -> gw_auth (SigV4/SigV2 header or query, or anonymous)
+ *          -> gw_s3_dispatch(r)   [handlers, s3_*.c]
+ *          -> exactly one gw_respond_* call per request.
+ * Handlers run synchronously on the loop (DESIGN.md 5a deviation noted in
+ * server.c). Everything allocated for a request comes from r->pool
+ * (h2o's request pool) or r->arena, both freed with the request.
+ */
+#ifndef MG_GATEWAY_GW_H
+#define MG_GATEWAY_GW_H
+
+#include <stdint.h>
+
+#include <h2o.h>
+
+#include "common/common.h"
+#include "meta/meta.h"
+
+/* X(name, metric label) — every S3 operation the router can produce. */
+#define GW_OP_TABLE(X)                                                                             \
+    X(GW_OP_UNKNOWN, "Unknown")                                                                    \
+    X(GW_OP_LIST_BUCKETS, "ListBuckets")                                                           \
+    X(GW_OP_CREATE_BUCKET, "CreateBucket")                                                         \
+    X(GW_OP_HEAD_BUCKET, "HeadBucket")                                                             \
+    X(GW_OP_DELETE_BUCKET, "DeleteBucket")                                                         \
+    X(GW_OP_GET_BUCKET_LOCATION, "GetBucketLocation")                                              \
+    X(GW_OP_LIST_OBJECTS, "ListObjects")                                                           \
+    X(GW_OP_LIST_OBJECTS_V2, "ListObjectsV2")                                                      \
+    X(GW_OP_LIST_MULTIPART_UPLOADS, "ListMultipartUploads")                                        \
+    X(GW_OP_DELETE_OBJECTS, "DeleteObjects")                                                       \
+    X(GW_OP_GET_BUCKET_TAGGING, "GetBucketTagging")                                                \
+    X(GW_OP_PUT_BUCKET_TAGGING, "PutBucketTagging")                                                \
+    X(GW_OP_DELETE_BUCKET_TAGGING, "DeleteBucketTagging")                                          \
+    X(GW_OP_GET_BUCKET_ACL, "GetBucketAcl")                                                        \
+    X(GW_OP_PUT_BUCKET_ACL, "PutBucketAcl")                                                        \
+    X(GW_OP_GET_BUCKET_LIFECYCLE, "GetBucketLifecycleConfiguration")                               \
+    X(GW_OP_PUT_BUCKET_LIFECYCLE, "PutBucketLifecycleConfiguration")                               \
+    X(GW_OP_DELETE_BUCKET_LIFECYCLE, "DeleteBucketLifecycle")                                      \
+    X(GW_OP_GET_BUCKET_VERSIONING, "GetBucketVersioning")                                          \
+    X(GW_OP_GET_BUCKET_POLICY, "GetBucketPolicy")                                                  \
+    X(GW_OP_GET_BUCKET_CORS, "GetBucketCors")                                                      \
+    X(GW_OP_PUT_OBJECT, "PutObject")                                                               \
+    X(GW_OP_COPY_OBJECT, "CopyObject")                                                             \
+    X(GW_OP_GET_OBJECT, "GetObject")                                                               \
+    X(GW_OP_HEAD_OBJECT, "HeadObject")                                                             \
+    X(GW_OP_DELETE_OBJECT, "DeleteObject")                                                         \
+    X(GW_OP_GET_OBJECT_TAGGING, "GetObjectTagging")                                                \
+    X(GW_OP_PUT_OBJECT_TAGGING, "PutObjectTagging")                                                \
+    X(GW_OP_DELETE_OBJECT_TAGGING, "DeleteObjectTagging")                                          \
+    X(GW_OP_GET_OBJECT_ACL, "GetObjectAcl")                                                        \
+    X(GW_OP_PUT_OBJECT_ACL, "PutObjectAcl")                                                        \
+    X(GW_OP_GET_OBJECT_ATTRIBUTES, "GetObjectAttributes")                                          \
+    X(GW_OP_CREATE_MULTIPART_UPLOAD, "CreateMultipartUpload")                                      \
+    X(GW_OP_UPLOAD_PART, "UploadPart")                                                             \
+    X(GW_OP_UPLOAD_PART_COPY, "UploadPartCopy")                                                    \
+    X(GW_OP_COMPLETE_MULTIPART_UPLOAD, "CompleteMultipartUpload")                                  \
+    X(GW_OP_ABORT_MULTIPART_UPLOAD, "AbortMultipartUpload")                                        \
+    X(GW_OP_LIST_PARTS, "ListParts")
+
+enum gw_op {
+#define GW__OP_ENUM(n, label) n,
+    GW_OP_TABLE(GW__OP_ENUM)
+#undef GW__OP_ENUM
+        GW_OP__COUNT
+};
+
+const char *gw_op_label(enum gw_op op);
+
+struct gw_server; /* process-wide: config, users, meta store, metrics (server.c) */
+
+struct gw_user {
+    struct mg_str name;
+    struct mg_str access_key;
+    struct mg_str secret_key;
+};
+
+/* One S3 request. Lives in the h2o request pool. */
+struct gw_request {
+    h2o_req_t *req;
+    struct gw_server *srv;
+    struct meta_store *ms;     /* the metadata service */
+    struct mg_arena arena;     /* freed with the request */
+    enum gw_op op;
+    struct mg_str bucket;      /* empty for service-level requests */
+    struct mg_str key;         /* percent-decoded object key; empty for bucket-level */
+    const struct gw_user *user; /* authenticated user; NULL when anonymous */
+    int presigned;             /* authenticated by query parameters */
+    char request_id[17];       /* also sent as x-amz-request-id */
+    char errmsg[256];          /* context for the error <Message> and log line */
+    uint64_t bytes_in;         /* decoded payload bytes consumed (metrics) */
+};
+
+/* ---- request accessors (route.c) */
+
+/* Header value by lower-case name; returns 1 and sets *out if present. */
+int gw_header(const struct gw_request *r, const char *lname, struct mg_str *out);
+/* Decoded query parameter; returns 1 if present (value may be empty). From r->arena. */
+int gw_query(struct gw_request *r, const char *name, struct mg_str *out);
+const char *gw_region(const struct gw_request *r);
+/* The user owning a name (for bucket owner display); NULL if unknown. */
+const struct gw_user *gw_user_by_name(const struct gw_server *srv, struct mg_str name);
+
+/* ---- request body (body.c) */
+
+/* Stream the decoded payload through cb in bounded slices (<= 1 MiB), undoing aws-chunked and
+ * verifying, as the request demands: the literal x-amz-content-sha256, chunk signatures, the
+ * trailer checksum, Content-MD5 and any x-amz-checksum-* header. If md5_out is non-NULL it
+ * receives the MD5 of the payload (raw 16 bytes) and cksum_out (if non-NULL, with its algo
+ * preset by the caller or MG_CKSUM_NONE for "whatever the request carries") the base64
+ * checksum value the request declared/verified (empty if none) and its algorithm.
+ * Verification failures return MG_EBADDIGEST, MG_ECONTENTSHA, MG_ESIGNATURE,
+ * MG_EINCOMPLETEBODY, MG_EINVALIDDIGEST; cb's nonzero return aborts and is returned. */
+typedef int (*gw_body_cb)(void *ctx, const void *data, size_t len);
+struct gw_body_result {
+    uint8_t md5[16];
+    uint64_t size;
+    enum mg_cksum_algo cksum_algo; /* declared by header/trailer/x-amz-sdk-checksum-algorithm */
+    struct mg_str cksum_value;     /* base64, from r->arena; empty if none */
+};
+int gw_body_stream(struct gw_request *r, gw_body_cb cb, void *ctx, struct gw_body_result *res);
+/* Whole decoded body into r->arena (XML bodies); MG_EENTITYTOOLARGE above max. Verified as
+ * above. */
+int gw_body_read_all(struct gw_request *r, size_t max, struct mg_str *out);
+
+/* ---- responses (respond.c): exactly one of gw_respond_* per request */
+
+void gw_header_add(struct gw_request *r, const char *name, struct mg_str value);
+void gw_header_addf(struct gw_request *r, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Status + optional body (copied) with content-type (NULL for none). */
+void gw_respond(struct gw_request *r, int status, const char *content_type, struct mg_str body);
+/* XML body (built with the gw_xml_* helpers into an mg_buf; copied). */
+void gw_respond_xml(struct gw_request *r, int status, const struct mg_buf *xml);
+/* S3 XML error body (Code, Message = r->errmsg if set else the table's, Resource, RequestId)
+ * with the status of rv; logs one line. MG_ENOTMODIFIED -> 304 without body; HEAD requests
+ * get no body. */
+void gw_respond_error(struct gw_request *r, int rv);
+/* Stream [offset, offset+len) of an object's data (GET) with status (200/206); headers must be
+ * added before. Bounded memory: reads slices while h2o asks for more (proceed). */
+void gw_respond_data(struct gw_request *r, int status, const struct meta_data *d,
+                     uint64_t offset, uint64_t len);
+
+/* ---- XML (xml.c): emission helpers and expat parsing with DOCTYPE rejected */
+
+void gw_xml_open(struct mg_buf *b, const char *root); /* <?xml ...?><root xmlns="..."> */
+void gw_xml_elem(struct mg_buf *b, const char *name, struct mg_str text); /* escaped */
+void gw_xml_elemf(struct mg_buf *b, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void gw_xml_close(struct mg_buf *b, const char *root);
+
+/* ---- handlers (s3_*.c) */
+
+/* Runs the S3 operation r->op for an authenticated (or anonymous) request: checks bucket
+ * ownership / ACLs, calls meta/, answers with one gw_respond_*. */
+void gw_s3_dispatch(struct gw_request *r);
+
+/* Time helpers. */
+void gw_http_date(int64_t ms, char out[30]);     /* "Mon, 30 Nov 2026 16:00:00 GMT" */
+void gw_iso8601(int64_t ms, char out[25]);       /* "2026-11-30T16:00:00.000Z" */
+/* Parse an HTTP date (RFC 1123, RFC 850, asctime); -1 if invalid. */
+int64_t gw_http_date_parse(struct mg_str s);
+
+#endif
