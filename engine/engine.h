@@ -55,26 +55,36 @@ void eng_batch_delete_range(struct eng_batch *b, enum eng_cf cf, const void *sta
                             const void *end, size_t el);
 size_t eng_batch_count(const struct eng_batch *b);
 /* Commit; sync=1 waits for the WAL fsync (concurrent committers share one fsync: RocksDB
- * group commit). Returns 0, MG_EIO, MG_ENOSPC. The batch is unchanged (caller destroys). */
+ * group commit). With the WAL off (opts.wal == 0) sync is ignored: see eng_db_flush.
+ * Returns 0, MG_EIO, MG_ENOSPC. The batch is unchanged (caller destroys; it may be committed
+ * again, to any open DB). */
 int eng_batch_commit(struct eng_db *db, struct eng_batch *b, int sync);
 
 /* Ordered iterator over [lower, upper) of one column family (upper may be NULL = unbounded).
- * Bounds are copied. A consistent snapshot for the iterator's lifetime. */
+ * Bounds are copied. A consistent snapshot for the iterator's lifetime. The new iterator is
+ * positioned at the first key >= lower (check eng_iter_valid). One thread at a time. */
 struct eng_iter;
 struct eng_iter *eng_iter_create(struct eng_db *db, enum eng_cf cf, const void *lower, size_t ll,
                                  const void *upper, size_t ul);
 void eng_iter_destroy(struct eng_iter *it);
 void eng_iter_seek(struct eng_iter *it, const void *k, size_t kl); /* first key >= k */
-void eng_iter_next(struct eng_iter *it);
+void eng_iter_seek_to_last(struct eng_iter *it); /* last key < upper */
+void eng_iter_next(struct eng_iter *it); /* requires eng_iter_valid */
+void eng_iter_prev(struct eng_iter *it); /* requires eng_iter_valid */
 int eng_iter_valid(const struct eng_iter *it);
 const char *eng_iter_key(const struct eng_iter *it, size_t *len);   /* valid until next move */
 const char *eng_iter_value(const struct eng_iter *it, size_t *len); /* valid until next move */
 /* 0 or MG_EIO if the iteration stopped on an error. */
 int eng_iter_status(const struct eng_iter *it);
 
-/* Compact [start, end) of cf (the delete tracker's target). */
+/* Compact [start, end) of cf (the delete tracker's target); a NULL start or end is unbounded.
+ * Blocks until done (call it off the loop). Returns 0 (RocksDB's C API reports no status). */
 int eng_compact_range(struct eng_db *db, enum eng_cf cf, const void *start, size_t sl,
                       const void *end, size_t el);
+
+/* Flush every CF's memtable to SSTs and wait (with the WAL off, this is what makes writes
+ * durable: DESIGN.md 6, Raft log truncation waits for it). Returns 0, MG_EIO, MG_ENOSPC. */
+int eng_db_flush(struct eng_db *db);
 
 /* Integer RocksDB property ("rocksdb.estimate-num-keys", ...) summed over cfs; 0 if absent. */
 uint64_t eng_db_property_int(struct eng_db *db, const char *name);
@@ -104,7 +114,11 @@ int eng_blob_open(const char *dir, const struct eng_blob_opts *opts, struct eng_
 void eng_blob_close(struct eng_blobstore *bs);
 
 /* Streaming writer: bounded memory whatever the blob size. size_hint (0 = unknown) lets large
- * blobs go to their own segment. Writers on different threads proceed concurrently. */
+ * blobs go to their own segment. Writers on different threads proceed concurrently; one writer
+ * is used by one thread at a time. size_hint is a hint: a blob of hint bytes or fewer (and
+ * below own_file_bytes) is written in place into a shared segment; one that outgrows it moves
+ * to its own file; with no hint, up to 1 MiB is buffered in memory. Returns 0, MG_EIO,
+ * MG_ENOSPC (creating a segment or own file failed; nothing to clean up). */
 struct eng_blob_writer;
 int eng_blob_writer_create(struct eng_blobstore *bs, uint64_t size_hint,
                            struct eng_blob_writer **out);
@@ -112,7 +126,7 @@ int eng_blob_writer_create(struct eng_blobstore *bs, uint64_t size_hint,
 int eng_blob_writer_append(struct eng_blob_writer *w, const void *data, size_t len);
 /* Make the blob durable (fsync, group-committed with concurrent writers) and fill ref.
  * Frees w whatever the result. Returns 0, MG_EIO, MG_ENOSPC; on error nothing is visible
- * and the space is released. */
+ * and the space is released. Blocks for an fdatasync (~0.2 ms): call it off the loop thread. */
 int eng_blob_writer_finish(struct eng_blob_writer *w, struct eng_blob_ref *ref);
 /* Discard an unfinished blob; frees w. */
 void eng_blob_writer_abort(struct eng_blob_writer *w);
@@ -126,14 +140,17 @@ int eng_blob_read(struct eng_blobstore *bs, const struct eng_blob_ref *ref, uint
  * eng_blob_free of every blob in it). Returns fd >= 0 or -MG_EIO. */
 int eng_blob_fd(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
 
-/* Release the blob's space (after the metadata no longer references it). Idempotent. */
+/* Release the blob's space (after the metadata no longer references it). Idempotent: a ref
+ * already freed, or naming a segment that no longer exists, is a logged no-op. Not made
+ * durable by itself (a crash may leave the space allocated, never the blob readable again
+ * through a live entry). */
 void eng_blob_free(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
 
 struct eng_blob_stats {
     uint64_t segments;       /* files */
     uint64_t bytes_written;  /* since open */
     uint64_t bytes_freed;    /* since open */
-    uint64_t fsyncs;         /* since open */
+    uint64_t fsyncs;         /* fsync + fdatasync calls since open (files and directory) */
     uint64_t disk_bytes;     /* allocated on disk now (st_blocks * 512) */
 };
 void eng_blob_stats_get(struct eng_blobstore *bs, struct eng_blob_stats *out);
