@@ -108,9 +108,13 @@ struct eng_blob_opts {
 
 struct eng_blobstore;
 
-/* Open the blob store in dir (created if missing). Returns 0, MG_EIO. */
+/* Open the blob store in dir (created if missing; its parent must exist). opts may be NULL
+ * (defaults). One store per directory: a second open, from any process, fails (flock on
+ * dir/LOCK). Unfinished own files of a crashed run (*.tmp) are removed. errmsg (>= 256 bytes)
+ * gets the reason. Returns 0, MG_EIO, MG_ENOSPC. */
 int eng_blob_open(const char *dir, const struct eng_blob_opts *opts, struct eng_blobstore **out,
                   char *errmsg);
+/* Every writer must be finished or aborted first. */
 void eng_blob_close(struct eng_blobstore *bs);
 
 /* Streaming writer: bounded memory whatever the blob size. size_hint (0 = unknown) lets large

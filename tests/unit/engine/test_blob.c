@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -498,6 +500,72 @@ static void test_reopen(void **state)
     free(data);
 }
 
+/* kill -9 (STYLE.md 7): a child acknowledges blobs through a pipe as their finish returns; it is
+ * killed mid-stream; every blob it acknowledged must read back byte for byte after reopen. */
+static void kill9_child(const char *dir, int wfd)
+{
+    struct eng_blobstore *bs;
+    struct eng_blob_opts o = {.segment_bytes = SEG_BYTES, .own_file_bytes = OWN_BYTES};
+    char errmsg[256], *data = malloc(700000);
+    if (eng_blob_open(dir, &o, &bs, errmsg) != 0)
+        _exit(1);
+    for (uint64_t i = 0;; i++) {
+        struct eng_blob_ref ref;
+        size_t len = (size_t)(i * 104729 % 700000);
+        test_fill(data, len, i);
+        if (write_blob(bs, data, len, i % 2 ? len : 0, 50000, &ref) != 0)
+            _exit(2);
+        struct {
+            uint64_t seed;
+            struct eng_blob_ref ref;
+        } ack = {i, ref};
+        if (write(wfd, &ack, sizeof ack) != (ssize_t)sizeof ack)
+            _exit(3);
+    }
+}
+
+static void test_kill9(void **state)
+{
+    struct fix *f = *state;
+    struct {
+        uint64_t seed;
+        struct eng_blob_ref ref;
+    } ack;
+    int p[2];
+    eng_blob_close(f->bs); /* the child owns the directory now */
+    f->bs = NULL;
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        kill9_child(f->blobs, p[1]);
+    }
+    close(p[1]);
+    int acked = 0;
+    struct eng_blob_ref *refs = calloc(4096, sizeof *refs);
+    uint64_t *seeds = calloc(4096, sizeof *seeds);
+    while (acked < 4096 && read(p[0], &ack, sizeof ack) == (ssize_t)sizeof ack) {
+        seeds[acked] = ack.seed;
+        refs[acked++] = ack.ref;
+        if (acked == 40)
+            kill(pid, SIGKILL);
+    }
+    close(p[0]);
+    waitpid(pid, NULL, 0);
+    assert_true(acked >= 40);
+    assert_int_equal(bs_reopen(f), 0);
+    char *data = malloc(700000);
+    for (int i = 0; i < acked; i++) {
+        test_fill(data, refs[i].length, seeds[i]);
+        check_blob(f->bs, &refs[i], data, refs[i].length);
+    }
+    assert_int_equal(count_tmp_files(f), 0);
+    free(data);
+    free(refs);
+    free(seeds);
+}
+
 int test_blob_run(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +579,7 @@ int test_blob_run(void)
         cmocka_unit_test_setup_teardown(test_fault_sync_eio, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_create_enospc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
     };
     return cmocka_run_group_tests_name("engine/blob", tests, NULL, NULL);
 }
