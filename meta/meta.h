@@ -215,6 +215,16 @@ struct meta_list_result {
 int meta_object_list(struct meta_store *ms, struct mg_str bucket, const struct meta_list_req *req,
                      struct mg_arena *a, struct meta_list_result *out);
 
+/* Copy with an explicit byte range: [range_off, range_off + range_len) of the source
+ * (range_len = UINT64_MAX: to the end). meta_object_copy is this with the whole object. A
+ * partial copy gets the md5 of the copied bytes as its etag and no checksum. Returns 0,
+ * MG_ENOSUCHBUCKET (either bucket), MG_ENOSUCHKEY (source), MG_EINVALIDRANGE,
+ * MG_EKEYTOOLONG, MG_EIO, MG_ENOSPC, MG_ECORRUPT. */
+int meta_object_copy_range(struct meta_store *ms, struct mg_str src_bucket, struct mg_str src_key,
+                           uint64_t range_off, uint64_t range_len, struct mg_str dst_bucket,
+                           const struct meta_object *dst, struct mg_arena *a,
+                           struct meta_object *out);
+
 /* ---------------------------------------------------------------- multipart */
 
 /* Create an upload; tmpl carries the attributes of the final object (key, headers, user
@@ -236,6 +246,16 @@ struct meta_part {
  * part). Returns 0, MG_ENOSUCHUPLOAD, MG_EINVALIDARGUMENT (number outside 1..10000), MG_EIO. */
 int meta_mpu_put_part(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
                       struct mg_str upload_id, const struct meta_part *part);
+
+/* UploadPartCopy: copy [range_off, range_off + range_len) of (src_bucket, src_key)
+ * (range_len = UINT64_MAX: to the end) into part `number` of the upload, streamed in bounded
+ * chunks. out (from arena) is the stored part: etag = hex md5 of the copied bytes, size,
+ * mtime. Returns 0, MG_ENOSUCHBUCKET, MG_ENOSUCHKEY (source), MG_EINVALIDRANGE,
+ * MG_ENOSUCHUPLOAD, MG_EINVALIDARGUMENT (number), MG_EIO, MG_ENOSPC. */
+int meta_mpu_put_part_copy(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                           struct mg_str upload_id, uint32_t number, struct mg_str src_bucket,
+                           struct mg_str src_key, uint64_t range_off, uint64_t range_len,
+                           struct mg_arena *a, struct meta_part *out);
 
 /* Complete with the client's list (number + etag, checksum optional). Validates: ascending
  * numbers (MG_EINVALIDPARTORDER), each part exists with that etag (MG_EINVALIDPART), every

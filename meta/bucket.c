@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Bucket ops: name rules, create/get/delete/list/update. A bucket is the row
+ * B·name (id, owner, created, acl, tags, lifecycle) plus its counters row
+ * M·id·0·"" (DESIGN.md 4: the _attr_ row of the flat namespace). Ids come from
+ * the S·"bucket-id" sequence and are never reused, so rows a deleted bucket
+ * left in an async index can never be mistaken for a new bucket's. Create and
+ * delete take the bucket's rwlock for writing; object writes hold it for
+ * reading, so no object can land in a bucket being deleted.
+ */
+#include <assert.h>
+#include <string.h>
+
+#define MG_MODULE "meta"
+#include "meta/internal.h"
+
+static int ends_with(struct mg_str s, const char *suffix)
+{
+    size_t n = strlen(suffix);
+    return s.len >= n && memcmp(s.base + s.len - n, suffix, n) == 0;
+}
+
+static int starts_with(struct mg_str s, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return s.len >= n && memcmp(s.base, prefix, n) == 0;
+}
+
+static int is_lower_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* "Bucket names must not be formatted as an IP address (for example, 192.168.5.4)." */
+static int looks_like_ipv4(struct mg_str s)
+{
+    int dots = 0, digits = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        if (s.base[i] == '.') {
+            if (digits == 0 || digits > 3)
+                return 0;
+            dots++;
+            digits = 0;
+        } else if (s.base[i] >= '0' && s.base[i] <= '9') {
+            digits++;
+        } else {
+            return 0;
+        }
+    }
+    return dots == 3 && digits >= 1 && digits <= 3;
+}
+
+/* S3 general purpose bucket naming rules (S3 User Guide, "Bucket naming rules"). */
+int meta_bucket_name_check(struct mg_str name)
+{
+    static const char *bad_prefix[] = {"xn--", "sthree-", "amzn-s3-demo-"};
+    static const char *bad_suffix[] = {"-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"};
+    if (name.len < 3 || name.len > META_BUCKET_NAME_MAX)
+        return MG_EINVALIDBUCKETNAME;
+    for (size_t i = 0; i < name.len; i++) {
+        char c = name.base[i];
+        int alnum = is_lower_alnum(c);
+        if (!alnum && c != '.' && c != '-')
+            return MG_EINVALIDBUCKETNAME;
+        if ((i == 0 || i == name.len - 1) && !alnum)
+            return MG_EINVALIDBUCKETNAME;
+        /* "..", and ".-" / "-." which break virtual-host addressing */
+        char prev = i > 0 ? name.base[i - 1] : 'a';
+        if (!alnum && !is_lower_alnum(prev) && (c == '.' || prev == '.'))
+            return MG_EINVALIDBUCKETNAME;
+    }
+    for (size_t i = 0; i < sizeof(bad_prefix) / sizeof(bad_prefix[0]); i++)
+        if (starts_with(name, bad_prefix[i]))
+            return MG_EINVALIDBUCKETNAME;
+    for (size_t i = 0; i < sizeof(bad_suffix) / sizeof(bad_suffix[0]); i++)
+        if (ends_with(name, bad_suffix[i]))
+            return MG_EINVALIDBUCKETNAME;
+    return looks_like_ipv4(name) ? MG_EINVALIDBUCKETNAME : 0;
+}
+
+int meta_bucket_get(struct meta_store *ms, struct mg_str name, struct mg_arena *a,
+                    struct meta_bucket *out)
+{
+    struct mg_buf k, v;
+    int found;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_bucket(&k, name);
+    int rv = meta__get(ms, ENG_CF_META, &k, &v, &found);
+    if (rv == 0 && !found)
+        rv = MG_ENOSUCHBUCKET;
+    if (rv == 0)
+        rv = meta__bucket_decode(v.base, v.len, a, out);
+    if (rv == 0)
+        out->name = (struct mg_str){mg_arena_dup(a, name.base, name.len), name.len};
+    if (rv == MG_ECORRUPT)
+        mg_log(MG_LOG_ERROR, "event=corrupt_bucket_record bucket=%.*s", (int)name.len,
+               name.base);
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    return rv;
+}
+
+/* Next bucket id from the S·"bucket-id" sequence; the new value is written by the caller's
+ * batch (the caller holds seq_lock until the batch is applied). */
+static int next_bucket_id(struct meta_store *ms, struct eng_batch *b, uint64_t *id)
+{
+    struct mg_buf k, v;
+    int found;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    mg_buf_append(&k, "Sbucket-id", 10);
+    int rv = meta__get(ms, ENG_CF_META, &k, &v, &found);
+    if (rv == 0 && found && v.len != 8)
+        rv = MG_ECORRUPT;
+    if (rv == 0) {
+        *id = (found ? meta__get_u64(v.base) : 0) + 1;
+        v.len = 0;
+        meta__put_u64(&v, *id);
+        eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+    }
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    return rv;
+}
+
+static int create_locked(struct meta_store *ms, struct mg_str name, struct mg_str owner,
+                         enum meta_acl acl)
+{
+    struct mg_arena a;
+    struct meta_bucket old;
+    mg_arena_init(&a);
+    int rv = meta_bucket_get(ms, name, &a, &old);
+    if (rv == 0) {
+        int same = old.owner.len == owner.len && memcmp(old.owner.base, owner.base, owner.len) == 0;
+        mg_arena_close(&a);
+        return same ? MG_EBUCKETOWNED : MG_EBUCKETEXISTS;
+    }
+    mg_arena_close(&a);
+    if (rv != MG_ENOSUCHBUCKET)
+        return rv;
+
+    struct eng_batch *b = eng_batch_create();
+    struct meta_bucket rec = {.name = name, .owner = owner, .acl = acl};
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    pthread_mutex_lock(&ms->seq_lock);
+    rv = next_bucket_id(ms, b, &rec.id);
+    if (rv == 0) {
+        rec.created_ms = meta__now_ms();
+        meta__key_bucket(&k, name);
+        meta__bucket_encode(&rec, &v);
+        eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+        k.len = v.len = 0;
+        meta__key_meta_prefix(&k, rec.id, 0);
+        meta__counters_encode(0, 0, &v);
+        eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+        rv = meta__shard_apply(&ms->shard, b);
+    }
+    pthread_mutex_unlock(&ms->seq_lock);
+    if (rv == 0)
+        mg_log(MG_LOG_INFO, "event=bucket_create bucket=%.*s id=%llu", (int)name.len, name.base,
+               (unsigned long long)rec.id);
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    eng_batch_destroy(b);
+    return rv;
+}
+
+int meta_bucket_create(struct meta_store *ms, struct mg_str name, struct mg_str owner,
+                       enum meta_acl acl)
+{
+    int rv = meta_bucket_name_check(name);
+    if (rv != 0)
+        return rv;
+    pthread_rwlock_t *l = meta__bucket_lock(ms, name);
+    pthread_rwlock_wrlock(l);
+    rv = create_locked(ms, name, owner, acl);
+    pthread_rwlock_unlock(l);
+    return rv;
+}
+
+/* Any row in [lo, lo's successor) other than skip (may be NULL)? Bounded: reads at most 2. */
+static int range_has_rows(struct meta_store *ms, const struct mg_buf *lo, const struct mg_buf *skip,
+                          int *any)
+{
+    struct mg_buf hi;
+    mg_buf_init(&hi);
+    mg_buf_append(&hi, lo->base, lo->len);
+    int none = meta__key_successor(&hi);
+    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo->base, lo->len,
+                                          none ? NULL : hi.base, none ? 0 : hi.len);
+    *any = 0;
+    for (eng_iter_seek(it, lo->base, lo->len); eng_iter_valid(it); eng_iter_next(it)) {
+        size_t kl;
+        const char *key = eng_iter_key(it, &kl);
+        if (skip != NULL && kl == skip->len && memcmp(key, skip->base, kl) == 0)
+            continue;
+        *any = 1;
+        break;
+    }
+    int rv = eng_iter_status(it);
+    eng_iter_destroy(it);
+    mg_buf_close(&hi);
+    return rv;
+}
+
+/* "BucketNotEmpty: The bucket you tried to delete is not empty": objects (any parent) or
+ * in-progress multipart uploads. */
+static int bucket_is_empty(struct meta_store *ms, uint64_t id, int *empty)
+{
+    struct mg_buf lo, counters;
+    int any = 0;
+    mg_buf_init(&lo);
+    mg_buf_init(&counters);
+    meta__key_meta_prefix(&counters, id, 0);
+    mg_buf_append(&lo, "M", 1);
+    meta__put_u64(&lo, id);
+    int rv = range_has_rows(ms, &lo, &counters, &any);
+    if (rv == 0 && !any) {
+        lo.base[0] = META_T_UPLOAD;
+        rv = range_has_rows(ms, &lo, NULL, &any);
+    }
+    *empty = !any;
+    mg_buf_close(&lo);
+    mg_buf_close(&counters);
+    return rv;
+}
+
+static int delete_locked(struct meta_store *ms, struct mg_str name)
+{
+    uint64_t id;
+    int empty = 0;
+    int rv = meta__bucket_id(ms, name, &id);
+    if (rv == 0)
+        rv = bucket_is_empty(ms, id, &empty);
+    if (rv != 0)
+        return rv;
+    if (!empty)
+        return MG_EBUCKETNOTEMPTY;
+    struct eng_batch *b = eng_batch_create();
+    struct mg_buf k;
+    mg_buf_init(&k);
+    meta__key_bucket(&k, name);
+    eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+    k.len = 0;
+    meta__key_meta_prefix(&k, id, 0);
+    eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+    rv = meta__shard_apply(&ms->shard, b);
+    if (rv == 0)
+        mg_log(MG_LOG_INFO, "event=bucket_delete bucket=%.*s id=%llu", (int)name.len, name.base,
+               (unsigned long long)id);
+    mg_buf_close(&k);
+    eng_batch_destroy(b);
+    return rv;
+}
+
+int meta_bucket_delete(struct meta_store *ms, struct mg_str name)
+{
+    pthread_rwlock_t *l = meta__bucket_lock(ms, name);
+    pthread_rwlock_wrlock(l);
+    int rv = delete_locked(ms, name);
+    pthread_rwlock_unlock(l);
+    return rv;
+}
+
+int meta_bucket_list(struct meta_store *ms, struct mg_str owner, struct mg_arena *a,
+                     struct meta_bucket **out, size_t *n)
+{
+    const char lo[1] = {META_T_BUCKET}, hi[1] = {META_T_BUCKET + 1};
+    size_t cap = 16, cnt = 0;
+    struct meta_bucket *v = mg_malloc(cap * sizeof(*v));
+    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo, 1, hi, 1);
+    int rv = 0;
+    for (eng_iter_seek(it, lo, 1); eng_iter_valid(it); eng_iter_next(it)) {
+        size_t kl, vl;
+        const char *key = eng_iter_key(it, &kl);
+        const char *val = eng_iter_value(it, &vl);
+        struct meta_bucket bk;
+        if (meta__bucket_decode(val, vl, a, &bk) != 0) {
+            mg_log(MG_LOG_ERROR, "event=corrupt_bucket_record bucket=%.*s", (int)kl - 1,
+                   key + 1);
+            continue; /* one bad row must not hide every other bucket */
+        }
+        if (owner.len && (bk.owner.len != owner.len ||
+                          memcmp(bk.owner.base, owner.base, owner.len) != 0))
+            continue;
+        bk.name = (struct mg_str){mg_arena_dup(a, key + 1, kl - 1), kl - 1};
+        if (cnt == cap)
+            v = mg_realloc(v, (cap *= 2) * sizeof(*v));
+        v[cnt++] = bk;
+    }
+    rv = eng_iter_status(it);
+    eng_iter_destroy(it);
+    *out = mg_arena_alloc(a, cnt * sizeof(**out));
+    if (cnt)
+        memcpy(*out, v, cnt * sizeof(*v));
+    *n = rv == 0 ? cnt : 0;
+    mg_free(v);
+    return rv;
+}
+
+static int update_locked(struct meta_store *ms, struct mg_str name, unsigned mask,
+                         const struct meta_bucket *values)
+{
+    struct mg_arena a;
+    struct meta_bucket cur;
+    mg_arena_init(&a);
+    int rv = meta_bucket_get(ms, name, &a, &cur);
+    if (rv != 0) {
+        mg_arena_close(&a);
+        return rv;
+    }
+    if (mask & META_BUCKET_SET_ACL)
+        cur.acl = values->acl;
+    if (mask & META_BUCKET_SET_TAGS) {
+        cur.tags = values->tags;
+        cur.ntags = values->ntags;
+    }
+    if (mask & META_BUCKET_SET_LIFECYCLE)
+        cur.lifecycle = values->lifecycle;
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_bucket(&k, name);
+    meta__bucket_encode(&cur, &v);
+    rv = meta__apply_put(ms, &k, &v);
+    mg_arena_close(&a);
+    return rv;
+}
+
+int meta_bucket_update(struct meta_store *ms, struct mg_str name, unsigned mask,
+                       const struct meta_bucket *values)
+{
+    assert(values != NULL || mask == 0);
+    pthread_rwlock_t *l = meta__bucket_lock(ms, name);
+    pthread_rwlock_wrlock(l);
+    int rv = update_locked(ms, name, mask, values);
+    pthread_rwlock_unlock(l);
+    return rv;
+}

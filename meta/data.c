@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Object bytes. A writer buffers up to opts.inline_max_bytes in memory (the
+ * object then lives inside its entry: one read for GET, DESIGN.md 5a); past
+ * that it switches to an engine blob writer and streams, so memory stays
+ * bounded whatever the object size. finish makes the bytes durable before any
+ * metadata can reference them. Reads map an offset onto the extents (one per
+ * part after a multipart complete). Copies stream in 1 MiB chunks and hash as
+ * they go.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#define MG_MODULE "meta"
+#include "meta/internal.h"
+
+#define COPY_CHUNK_BYTES (1u << 20)
+
+struct meta_data_writer {
+    struct meta_store *ms;
+    uint64_t size_hint;
+    char *buf;                 /* inline bytes, until bw exists */
+    size_t len;
+    size_t cap;
+    struct eng_blob_writer *bw; /* once past the inline threshold */
+    uint64_t total;
+    int poisoned;
+};
+
+static int switch_to_blob(struct meta_data_writer *w)
+{
+    assert(w->bw == NULL);
+    int rv = eng_blob_writer_create(w->ms->bs, w->size_hint, &w->bw);
+    if (rv != 0) {
+        w->bw = NULL;
+        return rv;
+    }
+    if (w->len > 0)
+        rv = eng_blob_writer_append(w->bw, w->buf, w->len);
+    mg_free(w->buf);
+    w->buf = NULL;
+    w->len = w->cap = 0;
+    return rv;
+}
+
+int meta_data_writer_create(struct meta_store *ms, uint64_t size_hint,
+                            struct meta_data_writer **out)
+{
+    struct meta_data_writer *w = mg_calloc(1, sizeof(*w));
+    w->ms = ms;
+    w->size_hint = size_hint;
+    if (size_hint > ms->opts.inline_max_bytes) {
+        int rv = switch_to_blob(w);
+        if (rv != 0) {
+            mg_free(w);
+            return rv;
+        }
+    }
+    *out = w;
+    return 0;
+}
+
+int meta_data_writer_append(struct meta_data_writer *w, const void *data, size_t len)
+{
+    assert(w != NULL && !w->poisoned);
+    int rv = 0;
+    if (w->bw == NULL && w->len + len > w->ms->opts.inline_max_bytes)
+        rv = switch_to_blob(w);
+    if (rv == 0 && w->bw != NULL) {
+        rv = eng_blob_writer_append(w->bw, data, len);
+    } else if (rv == 0 && len > 0) {
+        if (w->len + len > w->cap) {
+            size_t cap = w->cap ? w->cap * 2 : 4096;
+            while (cap < w->len + len)
+                cap *= 2;
+            if (cap > w->ms->opts.inline_max_bytes)
+                cap = w->ms->opts.inline_max_bytes;
+            w->buf = mg_realloc(w->buf, cap);
+            w->cap = cap;
+        }
+        memcpy(w->buf + w->len, data, len);
+        w->len += len;
+    }
+    if (rv != 0) {
+        w->poisoned = 1;
+        return rv;
+    }
+    w->total += len;
+    return 0;
+}
+
+int meta_data_writer_finish(struct meta_data_writer *w, struct mg_arena *a, struct meta_data *out)
+{
+    assert(w != NULL && !w->poisoned);
+    int rv = 0;
+    memset(out, 0, sizeof(*out));
+    out->size = w->total;
+    if (w->bw != NULL) {
+        out->extents = mg_arena_alloc(a, sizeof(*out->extents));
+        out->nextents = 1;
+        rv = eng_blob_writer_finish(w->bw, &out->extents[0].ref);
+        if (rv == 0 && out->extents[0].ref.length != w->total)
+            rv = MG_EIO; /* the engine broke its contract: never reference short data */
+    } else {
+        out->inline_data = (struct mg_str){mg_arena_dup(a, w->buf, w->len), w->len};
+    }
+    if (rv != 0)
+        memset(out, 0, sizeof(*out));
+    mg_free(w->buf);
+    mg_free(w);
+    return rv;
+}
+
+void meta_data_writer_abort(struct meta_data_writer *w)
+{
+    if (w == NULL)
+        return;
+    if (w->bw != NULL)
+        eng_blob_writer_abort(w->bw);
+    mg_free(w->buf);
+    mg_free(w);
+}
+
+void meta_data_release(struct meta_store *ms, const struct meta_data *d)
+{
+    for (size_t i = 0; i < d->nextents; i++)
+        eng_blob_free(ms->bs, &d->extents[i].ref);
+}
+
+int meta_data_read(struct meta_store *ms, const struct meta_data *d, uint64_t offset, void *buf,
+                   size_t len)
+{
+    if (offset > d->size || len > d->size - offset)
+        return MG_EINVALIDRANGE;
+    if (d->nextents == 0) {
+        if (d->inline_data.len != d->size)
+            return MG_ECORRUPT;
+        if (len > 0)
+            memcpy(buf, d->inline_data.base + offset, len);
+        return 0;
+    }
+    char *dst = buf;
+    for (size_t i = 0; i < d->nextents && len > 0; i++) {
+        const struct eng_blob_ref *r = &d->extents[i].ref;
+        if (offset >= r->length) {
+            offset -= r->length;
+            continue;
+        }
+        size_t n = r->length - offset < len ? (size_t)(r->length - offset) : len;
+        int rv = eng_blob_read(ms->bs, r, offset, dst, n);
+        if (rv != 0)
+            return rv == MG_EINVALIDARGUMENT ? MG_ECORRUPT : rv;
+        dst += n;
+        len -= n;
+        offset = 0;
+    }
+    return len == 0 ? 0 : MG_ECORRUPT;
+}
+
+/* Design: a copy of N bytes costs N/1 MiB read+append rounds with one 1 MiB buffer, then one
+ * fsync in finish; memory is bounded by the chunk whatever N (DESIGN.md 5a). */
+int meta__data_copy(struct meta_store *ms, const struct meta_data *src, uint64_t offset,
+                    uint64_t len, struct mg_arena *a, struct meta_data *out, char md5_hex[33])
+{
+    struct meta_data_writer *w;
+    int rv = meta_data_writer_create(ms, len, &w);
+    if (rv != 0)
+        return rv;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (md == NULL || EVP_DigestInit_ex(md, EVP_md5(), NULL) != 1)
+        abort(); /* allocation policy: OOM aborts (STYLE.md 4) */
+    size_t chunk = len < COPY_CHUNK_BYTES ? (size_t)len : COPY_CHUNK_BYTES;
+    char *buf = mg_malloc(chunk);
+    for (uint64_t done = 0; done < len && rv == 0;) {
+        size_t n = len - done < chunk ? (size_t)(len - done) : chunk;
+        rv = meta_data_read(ms, src, offset + done, buf, n);
+        if (rv == 0)
+            rv = meta_data_writer_append(w, buf, n);
+        EVP_DigestUpdate(md, buf, n);
+        done += n;
+    }
+    mg_free(buf);
+    uint8_t digest[16];
+    unsigned dlen = 0;
+    EVP_DigestFinal_ex(md, digest, &dlen);
+    EVP_MD_CTX_free(md);
+    meta__hex(digest, 16, md5_hex);
+    if (rv != 0) {
+        meta_data_writer_abort(w);
+        return rv;
+    }
+    return meta_data_writer_finish(w, a, out);
+}

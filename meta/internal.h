@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * meta/ internals shared by the op files (bucket.c, object.c, list.c, mpu.c,
+ * data.c), the codecs (key.c, entry.c) and the unit tests: the store and its
+ * one shard, the shard apply seam where a Raft proposal will slot in
+ * (DESIGN.md 5, 6), the striped lock tables, key encoding (DESIGN.md 4) and
+ * the versioned TLV entry codec. Nothing here is part of the public contract.
+ */
+#ifndef MG_META_INTERNAL_H
+#define MG_META_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "meta/meta.h"
+
+/* ------------------------------------------------------------ key schema */
+
+#define META_T_BUCKET 'B'  /* B · bucket-name -> bucket record */
+#define META_T_META 'M'    /* M · bucket-id · parent-id · name -> object entry */
+#define META_T_UPLOAD 'U'  /* U · bucket-id · parent-id · esc(name) · 00 01 · upload-id [· part] */
+#define META_T_SEQ 'S'     /* S · "bucket-id" -> last allocated bucket id (8B BE) */
+#define META_T_INDEX 'I'   /* I · index-id · ... (ENG_CF_INDEX) */
+#define META_IDX_TIME 1    /* I · 1 · bucket-id · created-ms · name -> "" */
+#define META_IDX_BLOB 2    /* I · 2 · segment · offset -> bucket-id · name */
+
+#define META_OBJ_PREFIX_LEN 17 /* 'M' + bucket-id + parent-id */
+#define META_UPLOAD_ID_LEN 32  /* base64url of 24 random bytes */
+
+/* Order-preserving escape of a variable-length component followed by another:
+ * 0x00 -> 0x00 0xFF, then the terminator 0x00 0x01. */
+void meta__esc_append(struct mg_buf *k, struct mg_str s);
+/* The escaped bytes without the terminator: a byte prefix of the escape of every string that
+ * starts with s (LIST of uploads by prefix). */
+void meta__esc_append_open(struct mg_buf *k, struct mg_str s);
+/* Decode an escaped component at p (up to len bytes) into out (appended). *used gets the
+ * bytes consumed including the terminator. Returns 0 or MG_ECORRUPT. */
+int meta__esc_decode(const char *p, size_t len, struct mg_buf *out, size_t *used);
+
+void meta__put_u64(struct mg_buf *k, uint64_t v); /* big-endian */
+void meta__put_u32(struct mg_buf *k, uint32_t v);
+uint64_t meta__get_u64(const void *p);
+uint32_t meta__get_u32(const void *p);
+
+void meta__key_bucket(struct mg_buf *k, struct mg_str name);
+void meta__key_meta_prefix(struct mg_buf *k, uint64_t bucket_id, uint64_t parent_id);
+void meta__key_object(struct mg_buf *k, uint64_t bucket_id, struct mg_str name);
+void meta__key_upload(struct mg_buf *k, uint64_t bucket_id, struct mg_str name,
+                      struct mg_str upload_id);
+void meta__key_part(struct mg_buf *k, uint64_t bucket_id, struct mg_str name,
+                    struct mg_str upload_id, uint32_t number);
+void meta__key_time_index(struct mg_buf *k, uint64_t bucket_id, int64_t created_ms,
+                          struct mg_str name);
+void meta__key_blob_index(struct mg_buf *k, const struct eng_blob_ref *ref);
+/* Smallest key greater than every key that has k as a prefix, in place: drop trailing 0xFF
+ * bytes and increment the last. Returns 0, or -1 when none exists (k all 0xFF). */
+int meta__key_successor(struct mg_buf *k);
+
+/* Parse M·bucket-id·parent-id·name. Returns 0 or MG_ECORRUPT. name points into key. */
+int meta__key_object_decode(const void *key, size_t len, uint64_t *bucket_id,
+                            uint64_t *parent_id, struct mg_str *name);
+/* Parse U·bucket-id·parent-id·esc(name)·00 01·upload-id[·part]. name is appended to name_buf;
+ * *part = 0 for the upload row. Returns 0 or MG_ECORRUPT. */
+int meta__key_upload_decode(const void *key, size_t len, uint64_t *bucket_id,
+                            struct mg_buf *name_buf, struct mg_str *upload_id, uint32_t *part);
+
+/* ----------------------------------------------------------- entry codec */
+
+/* Every value starts with kind, version; then TLV items (tag u8, len LEB128 <= 2^32-1,
+ * value). Unknown tags are skipped (forward compatibility); a malformed value is
+ * MG_ECORRUPT, never an assertion. */
+enum meta_rec_kind {
+    META_REC_OBJECT = 1,
+    META_REC_UPLOAD = 2, /* the final object's template; mtime = initiated */
+    META_REC_PART = 3,
+    META_REC_BUCKET = 4,
+    META_REC_COUNTERS = 5,
+};
+#define META_REC_VERSION 1
+
+void meta__object_encode(const struct meta_object *o, enum meta_rec_kind kind,
+                         struct mg_buf *out);
+/* Decode an object/upload entry; strings and arrays point into a from arena a. key is left
+ * empty (it lives in the row key). Returns 0 or MG_ECORRUPT. */
+int meta__object_decode(const void *v, size_t len, enum meta_rec_kind kind, struct mg_arena *a,
+                        struct meta_object *o);
+void meta__part_encode(const struct meta_part *p, struct mg_buf *out);
+int meta__part_decode(const void *v, size_t len, struct mg_arena *a, struct meta_part *p);
+void meta__bucket_encode(const struct meta_bucket *b, struct mg_buf *out);
+int meta__bucket_decode(const void *v, size_t len, struct mg_arena *a, struct meta_bucket *b);
+void meta__counters_encode(uint64_t objects, uint64_t bytes, struct mg_buf *out);
+
+/* ----------------------------------------------------------------- store */
+
+#define META_KEY_STRIPES 1024   /* per-key mutexes (bounded, hash of bucket + key) */
+#define META_BUCKET_STRIPES 64  /* per-bucket rwlocks: object writes read, bucket create/delete
+                                   write */
+
+/* One shard: today the whole store on one engine with a local apply; with Raft, the group
+ * whose commit applies the write set. */
+struct meta_shard {
+    struct eng_db *db;
+    int sync; /* fsync the WAL on apply */
+};
+
+struct meta_store {
+    struct meta_opts opts;
+    char *data_dir;
+    struct eng_db *db;
+    struct eng_blobstore *bs;
+    struct meta_shard shard;
+    pthread_mutex_t key_locks[META_KEY_STRIPES];
+    pthread_rwlock_t bucket_locks[META_BUCKET_STRIPES];
+    pthread_mutex_t seq_lock;       /* bucket id allocation */
+    atomic_uint_fast64_t list_steps; /* iterator seeks + nexts by LIST (tests assert bounds) */
+};
+
+/* Apply one op's write set atomically and durably. The seam where a Raft proposal replaces
+ * the local commit (DESIGN.md 5): callers build the whole batch first and do nothing
+ * irreversible (freeing replaced blobs) until this returns 0. Returns 0, MG_EIO, MG_ENOSPC.
+ * The batch is unchanged; the caller destroys it. */
+int meta__shard_apply(struct meta_shard *s, struct eng_batch *b);
+
+/* A write set of one row: put (k, v) into ENG_CF_META and apply. Closes k and v. Returns as
+ * meta__shard_apply. */
+int meta__apply_put(struct meta_store *ms, struct mg_buf *k, struct mg_buf *v);
+
+pthread_mutex_t *meta__key_lock(struct meta_store *ms, struct mg_str bucket, struct mg_str key);
+pthread_rwlock_t *meta__bucket_lock(struct meta_store *ms, struct mg_str bucket);
+
+int64_t meta__now_ms(void);
+/* 0 for 1..META_KEY_MAX bytes, MG_EKEYTOOLONG above, MG_EINVALIDARGUMENT when empty. */
+int meta__key_check(struct mg_str key);
+/* Look up a bucket's id. Returns 0, MG_ENOSUCHBUCKET, MG_EIO, MG_ECORRUPT. */
+int meta__bucket_id(struct meta_store *ms, struct mg_str name, uint64_t *id);
+
+/* Read a row; *found = 0 if absent. Returns 0, MG_EIO. */
+int meta__get(struct meta_store *ms, enum eng_cf cf, const struct mg_buf *key,
+              struct mg_buf *val, int *found);
+
+/* Index rows for an object's data (blob index) and creation time (time index). */
+void meta__index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+                     const struct meta_object *o);
+void meta__index_delete(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+                        const struct meta_object *o);
+void meta__blob_index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+                          const struct meta_data *d);
+void meta__blob_index_delete(struct eng_batch *b, const struct meta_data *d);
+
+/* Copy [offset, offset + len) of d into a new data (blob or inline) streamed in bounded
+ * chunks; md5_hex (33 bytes) gets the md5 of the copied bytes. Returns 0, MG_EIO, MG_ENOSPC,
+ * MG_ECORRUPT. */
+int meta__data_copy(struct meta_store *ms, const struct meta_data *src, uint64_t offset,
+                    uint64_t len, struct mg_arena *a, struct meta_data *out, char md5_hex[33]);
+
+/* Read the object entry at (bucket_id, key) into a; *found = 0 if absent. Returns 0, MG_EIO,
+ * MG_ECORRUPT. */
+int meta__object_read(struct meta_store *ms, uint64_t bucket_id, struct mg_str key,
+                      struct mg_arena *a, struct meta_object *o, int *found);
+/* Fetch (bucket, key) into src and copy its bytes [range_off, +range_len) (UINT64_MAX: to the
+ * end) into copy. Returns 0, MG_ENOSUCHBUCKET, MG_ENOSUCHKEY, MG_EINVALIDRANGE, MG_EIO,
+ * MG_ENOSPC, MG_ECORRUPT. */
+int meta__source_range(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                       uint64_t range_off, uint64_t range_len, struct mg_arena *a,
+                       struct meta_object *src, struct meta_data *copy, char md5_hex[33]);
+/* Strip one pair of surrounding double quotes. */
+struct mg_str meta__unquote(struct mg_str s);
+
+void meta__hex(const uint8_t *in, size_t n, char *out); /* lower hex + NUL */
+
+#endif

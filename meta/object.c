@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Object ops: put (with S3 conditional writes), get, delete, update (tags,
+ * acl) and copy. A write holds its bucket's rwlock for reading (so the bucket
+ * cannot be deleted under it) and the key's stripe mutex (so read-modify-write
+ * is serialized per key), reads the current entry, builds one batch — the
+ * entry row plus its time- and blob-index rows (ENG_CF_INDEX, same batch until
+ * the async sink of DESIGN.md 7 lands) — and applies it through the shard.
+ * Data a write replaced is freed only after the apply succeeded; data of a
+ * failed write is freed before returning: never a half-visible object.
+ */
+#include <assert.h>
+#include <string.h>
+#include <strings.h>
+
+#define MG_MODULE "meta"
+#include "meta/internal.h"
+
+/* Read the entry at (bucket_id, key) into a. *found = 0 if absent. A corrupt entry is
+ * reported as MG_ECORRUPT (and logged). */
+int meta__object_read(struct meta_store *ms, uint64_t bucket_id, struct mg_str key,
+                      struct mg_arena *a, struct meta_object *o, int *found)
+{
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_object(&k, bucket_id, key);
+    int rv = meta__get(ms, ENG_CF_META, &k, &v, found);
+    if (rv == 0 && *found) {
+        rv = meta__object_decode(v.base, v.len, META_REC_OBJECT, a, o);
+        if (rv != 0)
+            mg_log(MG_LOG_ERROR, "event=corrupt_entry bucket_id=%llu key_len=%zu",
+                   (unsigned long long)bucket_id, key.len);
+        else
+            o->key = (struct mg_str){mg_arena_dup(a, key.base, key.len), key.len};
+    }
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    return rv;
+}
+
+struct mg_str meta__unquote(struct mg_str s)
+{
+    if (s.len >= 2 && s.base[0] == '"' && s.base[s.len - 1] == '"')
+        return (struct mg_str){s.base + 1, s.len - 2};
+    return s;
+}
+
+/* S3 conditional writes: "If-None-Match: *" fails when the key exists; If-Match fails when
+ * the etag differs, and answers NoSuchKey when the key does not exist. */
+static int check_cond(const struct meta_put_cond *cond, int found, const struct meta_object *old)
+{
+    if (cond == NULL)
+        return 0;
+    if (cond->if_none_match_any && found)
+        return MG_EPRECONDITION;
+    if (cond->if_match.len == 0)
+        return 0;
+    if (!found)
+        return MG_ENOSUCHKEY;
+    struct mg_str want = meta__unquote(cond->if_match);
+    if (want.len == 1 && want.base[0] == '*')
+        return 0;
+    if (want.len != old->etag.len || strncasecmp(want.base, old->etag.base, want.len) != 0)
+        return MG_EPRECONDITION;
+    return 0;
+}
+
+/* Build and apply the write set of a put. *old / *had_old: what it replaced. */
+static int put_locked(struct meta_store *ms, uint64_t bucket_id, struct meta_object *obj,
+                      const struct meta_put_cond *cond, struct mg_arena *a,
+                      struct meta_object *old, int *had_old)
+{
+    int found = 0;
+    int rv = meta__object_read(ms, bucket_id, obj->key, a, old, &found);
+    if (rv == MG_ECORRUPT) {
+        /* Overwrite a corrupt entry (its data cannot be located, so it leaks to fsck). */
+        memset(old, 0, sizeof(*old));
+        found = 1;
+        rv = 0;
+    }
+    if (rv == 0)
+        rv = check_cond(cond, found, old);
+    if (rv != 0)
+        return rv;
+    struct eng_batch *b = eng_batch_create();
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    if (found)
+        meta__index_delete(b, bucket_id, obj->key, old);
+    meta__index_put(b, bucket_id, obj->key, obj);
+    meta__key_object(&k, bucket_id, obj->key);
+    meta__object_encode(obj, META_REC_OBJECT, &v);
+    eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+    rv = meta__shard_apply(&ms->shard, b);
+    eng_batch_destroy(b);
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    *had_old = rv == 0 && found;
+    return rv;
+}
+
+/* meta_object_put with the committed mtime returned (copy and complete report it). */
+static int put_object(struct meta_store *ms, struct mg_str bucket, const struct meta_object *in,
+                      const struct meta_put_cond *cond, int64_t *mtime_ms)
+{
+    assert(in != NULL);
+    struct meta_object obj = *in;
+    obj.size = obj.data.size;
+    obj.mtime_ms = meta__now_ms();
+    uint64_t bucket_id = 0;
+    int had_old = 0;
+    struct meta_object old;
+    struct mg_arena a;
+    mg_arena_init(&a);
+    int rv = meta__key_check(obj.key);
+    if (rv == 0) {
+        pthread_rwlock_t *bl = meta__bucket_lock(ms, bucket);
+        pthread_rwlock_rdlock(bl);
+        rv = meta__bucket_id(ms, bucket, &bucket_id);
+        if (rv == 0) {
+            pthread_mutex_t *kl = meta__key_lock(ms, bucket, obj.key);
+            pthread_mutex_lock(kl);
+            rv = put_locked(ms, bucket_id, &obj, cond, &a, &old, &had_old);
+            pthread_mutex_unlock(kl);
+        }
+        pthread_rwlock_unlock(bl);
+    }
+    if (rv != 0)
+        meta_data_release(ms, &in->data);
+    else if (had_old)
+        meta_data_release(ms, &old.data);
+    if (mtime_ms != NULL)
+        *mtime_ms = obj.mtime_ms;
+    mg_arena_close(&a);
+    return rv;
+}
+
+int meta_object_put(struct meta_store *ms, struct mg_str bucket, const struct meta_object *obj,
+                    const struct meta_put_cond *cond)
+{
+    return put_object(ms, bucket, obj, cond, NULL);
+}
+
+int meta_object_get(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                    struct mg_arena *a, struct meta_object *out)
+{
+    uint64_t bucket_id;
+    int found = 0;
+    int rv = meta__bucket_id(ms, bucket, &bucket_id);
+    if (rv == 0 && meta__key_check(key) != 0)
+        return MG_ENOSUCHKEY;
+    if (rv == 0)
+        rv = meta__object_read(ms, bucket_id, key, a, out, &found);
+    if (rv == 0 && !found)
+        rv = MG_ENOSUCHKEY;
+    return rv;
+}
+
+static int delete_locked(struct meta_store *ms, uint64_t bucket_id, struct mg_str key,
+                         struct mg_arena *a, struct meta_object *old, int *found)
+{
+    int rv = meta__object_read(ms, bucket_id, key, a, old, found);
+    if (rv == MG_ECORRUPT) {
+        memset(old, 0, sizeof(*old)); /* remove the bad row; its data leaks to fsck */
+        *found = 1;
+        rv = 0;
+    }
+    if (rv != 0 || !*found)
+        return rv;
+    struct eng_batch *b = eng_batch_create();
+    struct mg_buf k;
+    mg_buf_init(&k);
+    meta__key_object(&k, bucket_id, key);
+    eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+    meta__index_delete(b, bucket_id, key, old);
+    rv = meta__shard_apply(&ms->shard, b);
+    eng_batch_destroy(b);
+    mg_buf_close(&k);
+    return rv;
+}
+
+int meta_object_delete(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                       int *existed)
+{
+    uint64_t bucket_id;
+    int found = 0;
+    struct meta_object old;
+    struct mg_arena a;
+    mg_arena_init(&a);
+    pthread_rwlock_t *bl = meta__bucket_lock(ms, bucket);
+    pthread_rwlock_rdlock(bl);
+    int rv = meta__bucket_id(ms, bucket, &bucket_id);
+    if (rv == 0 && meta__key_check(key) == 0) {
+        pthread_mutex_t *kl = meta__key_lock(ms, bucket, key);
+        pthread_mutex_lock(kl);
+        rv = delete_locked(ms, bucket_id, key, &a, &old, &found);
+        pthread_mutex_unlock(kl);
+    }
+    pthread_rwlock_unlock(bl);
+    if (rv == 0 && found)
+        meta_data_release(ms, &old.data);
+    if (existed != NULL)
+        *existed = rv == 0 && found;
+    mg_arena_close(&a);
+    return rv;
+}
+
+static int update_locked(struct meta_store *ms, uint64_t bucket_id, struct mg_str key,
+                         unsigned mask, const struct meta_object *values)
+{
+    struct mg_arena a;
+    struct meta_object cur;
+    int found = 0;
+    mg_arena_init(&a);
+    int rv = meta__object_read(ms, bucket_id, key, &a, &cur, &found);
+    if (rv == 0 && !found)
+        rv = MG_ENOSUCHKEY;
+    if (rv != 0) {
+        mg_arena_close(&a);
+        return rv;
+    }
+    if (mask & META_OBJECT_SET_TAGS) {
+        cur.tags = values->tags;
+        cur.ntags = values->ntags;
+    }
+    if (mask & META_OBJECT_SET_ACL)
+        cur.acl = values->acl;
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_object(&k, bucket_id, key);
+    meta__object_encode(&cur, META_REC_OBJECT, &v);
+    rv = meta__apply_put(ms, &k, &v);
+    mg_arena_close(&a);
+    return rv;
+}
+
+int meta_object_update(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                       unsigned mask, const struct meta_object *values)
+{
+    assert(values != NULL || mask == 0);
+    uint64_t bucket_id;
+    pthread_rwlock_t *bl = meta__bucket_lock(ms, bucket);
+    pthread_rwlock_rdlock(bl);
+    int rv = meta__bucket_id(ms, bucket, &bucket_id);
+    if (rv == 0 && meta__key_check(key) != 0)
+        rv = MG_ENOSUCHKEY;
+    if (rv == 0) {
+        pthread_mutex_t *kl = meta__key_lock(ms, bucket, key);
+        pthread_mutex_lock(kl);
+        rv = update_locked(ms, bucket_id, key, mask, values);
+        pthread_mutex_unlock(kl);
+    }
+    pthread_rwlock_unlock(bl);
+    return rv;
+}
+
+int meta__source_range(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                       uint64_t range_off, uint64_t range_len, struct mg_arena *a,
+                       struct meta_object *src, struct meta_data *copy, char md5_hex[33])
+{
+    int rv = meta_object_get(ms, bucket, key, a, src);
+    if (rv != 0)
+        return rv;
+    if (range_len == UINT64_MAX) {
+        if (range_off > src->size)
+            return MG_EINVALIDRANGE;
+        range_len = src->size - range_off;
+    }
+    if (range_off > src->size || range_len > src->size - range_off)
+        return MG_EINVALIDRANGE;
+    return meta__data_copy(ms, &src->data, range_off, range_len, a, copy, md5_hex);
+}
+
+int meta_object_copy_range(struct meta_store *ms, struct mg_str src_bucket, struct mg_str src_key,
+                           uint64_t range_off, uint64_t range_len, struct mg_str dst_bucket,
+                           const struct meta_object *dst, struct mg_arena *a,
+                           struct meta_object *out)
+{
+    struct meta_object src;
+    struct meta_data copy;
+    char md5_hex[33];
+    int rv = meta__key_check(dst->key);
+    if (rv != 0)
+        return rv;
+    /* Fail early (before copying bytes) when the destination bucket is missing. */
+    uint64_t dst_id;
+    if ((rv = meta__bucket_id(ms, dst_bucket, &dst_id)) != 0)
+        return rv;
+    rv = meta__source_range(ms, src_bucket, src_key, range_off, range_len, a, &src, &copy,
+                            md5_hex);
+    if (rv != 0)
+        return rv;
+    int whole = copy.size == src.size && src.nparts == 0;
+    struct meta_object obj = *dst;
+    obj.data = copy;
+    obj.parts = NULL;
+    obj.nparts = 0;
+    obj.etag = whole && src.etag.len ? src.etag
+                                     : (struct mg_str){mg_arena_dup(a, md5_hex, 32), 32};
+    obj.cksum_algo = whole ? src.cksum_algo : MG_CKSUM_NONE;
+    obj.cksum_value = whole ? src.cksum_value : (struct mg_str){"", 0};
+    int64_t mtime = 0;
+    rv = put_object(ms, dst_bucket, &obj, NULL, &mtime);
+    if (rv != 0)
+        return rv;
+    *out = obj;
+    out->size = copy.size;
+    out->mtime_ms = mtime;
+    out->key = (struct mg_str){mg_arena_dup(a, dst->key.base, dst->key.len), dst->key.len};
+    return 0;
+}
+
+int meta_object_copy(struct meta_store *ms, struct mg_str src_bucket, struct mg_str src_key,
+                     struct mg_str dst_bucket, const struct meta_object *dst, struct mg_arena *a,
+                     struct meta_object *out)
+{
+    return meta_object_copy_range(ms, src_bucket, src_key, 0, UINT64_MAX, dst_bucket, dst, a,
+                                  out);
+}

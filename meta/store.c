@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The embedded single-shard store: opens the engine (RocksDB in data_dir/db,
+ * blobs in data_dir/blobs), owns the bounded lock tables that serialize
+ * read-modify-write ops, and the shard apply seam. Every op reads current
+ * state, builds ONE engine batch and calls meta__shard_apply; today that is a
+ * local commit with the RocksDB WAL fsynced (issue 2), later a Raft proposal
+ * whose commit applies the same batch (DESIGN.md 5, 6). Also the index-row
+ * helpers every writing op shares, and meta_stats_get.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define MG_MODULE "meta"
+#include "meta/internal.h"
+
+int meta__shard_apply(struct meta_shard *s, struct eng_batch *b)
+{
+    assert(s->db != NULL && b != NULL);
+    if (eng_batch_count(b) == 0)
+        return 0;
+    int rv = eng_batch_commit(s->db, b, s->sync);
+    if (rv != 0)
+        mg_log(MG_LOG_ERROR, "event=apply_failed err=%s rows=%zu", mg_err_name(rv),
+               eng_batch_count(b));
+    return rv;
+}
+
+int meta__apply_put(struct meta_store *ms, struct mg_buf *k, struct mg_buf *v)
+{
+    struct eng_batch *b = eng_batch_create();
+    eng_batch_put(b, ENG_CF_META, k->base, k->len, v->base, v->len);
+    int rv = meta__shard_apply(&ms->shard, b);
+    eng_batch_destroy(b);
+    mg_buf_close(k);
+    mg_buf_close(v);
+    return rv;
+}
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+pthread_mutex_t *meta__key_lock(struct meta_store *ms, struct mg_str bucket, struct mg_str key)
+{
+    uint64_t h = fnv1a(14695981039346656037ull, bucket.base, bucket.len);
+    h = fnv1a(h, "/", 1);
+    h = fnv1a(h, key.base, key.len);
+    return &ms->key_locks[h % META_KEY_STRIPES];
+}
+
+pthread_rwlock_t *meta__bucket_lock(struct meta_store *ms, struct mg_str bucket)
+{
+    uint64_t h = fnv1a(14695981039346656037ull, bucket.base, bucket.len);
+    return &ms->bucket_locks[h % META_BUCKET_STRIPES];
+}
+
+int64_t meta__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int meta__key_check(struct mg_str key)
+{
+    if (key.len == 0)
+        return MG_EINVALIDARGUMENT;
+    return key.len > META_KEY_MAX ? MG_EKEYTOOLONG : 0;
+}
+
+void meta__hex(const uint8_t *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int meta__get(struct meta_store *ms, enum eng_cf cf, const struct mg_buf *key,
+              struct mg_buf *val, int *found)
+{
+    val->len = 0;
+    int rv = eng_get(ms->db, cf, key->base, key->len, val);
+    *found = rv == 0;
+    return rv == MG_ENOTFOUND ? 0 : rv;
+}
+
+int meta__bucket_id(struct meta_store *ms, struct mg_str name, uint64_t *id)
+{
+    struct mg_arena a;
+    struct meta_bucket b;
+    mg_arena_init(&a);
+    int rv = meta_bucket_get(ms, name, &a, &b);
+    if (rv == 0)
+        *id = b.id;
+    mg_arena_close(&a);
+    return rv;
+}
+
+/* ------------------------------------------------------------ index rows */
+
+void meta__blob_index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+                          const struct meta_data *d)
+{
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__put_u64(&v, bucket_id);
+    mg_buf_append(&v, name.base, name.len);
+    for (size_t i = 0; i < d->nextents; i++) {
+        k.len = 0;
+        meta__key_blob_index(&k, &d->extents[i].ref);
+        eng_batch_put(b, ENG_CF_INDEX, k.base, k.len, v.base, v.len);
+    }
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+}
+
+void meta__blob_index_delete(struct eng_batch *b, const struct meta_data *d)
+{
+    struct mg_buf k;
+    mg_buf_init(&k);
+    for (size_t i = 0; i < d->nextents; i++) {
+        k.len = 0;
+        meta__key_blob_index(&k, &d->extents[i].ref);
+        eng_batch_delete(b, ENG_CF_INDEX, k.base, k.len);
+    }
+    mg_buf_close(&k);
+}
+
+void meta__index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+                     const struct meta_object *o)
+{
+    struct mg_buf k;
+    mg_buf_init(&k);
+    meta__key_time_index(&k, bucket_id, o->mtime_ms, name);
+    eng_batch_put(b, ENG_CF_INDEX, k.base, k.len, "", 0);
+    mg_buf_close(&k);
+    meta__blob_index_put(b, bucket_id, name, &o->data);
+}
+
+void meta__index_delete(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+                        const struct meta_object *o)
+{
+    struct mg_buf k;
+    mg_buf_init(&k);
+    meta__key_time_index(&k, bucket_id, o->mtime_ms, name);
+    eng_batch_delete(b, ENG_CF_INDEX, k.base, k.len);
+    mg_buf_close(&k);
+    meta__blob_index_delete(b, &o->data);
+}
+
+/* ------------------------------------------------------------ open/close */
+
+static int mkdir_p1(const char *dir, char *errmsg)
+{
+    if (mkdir(dir, 0755) == 0 || errno == EEXIST)
+        return 0;
+    int rv = mg_err_from_errno(errno);
+    snprintf(errmsg, 256, "mkdir %s: %s", dir, strerror(errno));
+    return rv;
+}
+
+static void locks_init(struct meta_store *ms)
+{
+    for (size_t i = 0; i < META_KEY_STRIPES; i++)
+        pthread_mutex_init(&ms->key_locks[i], NULL);
+    for (size_t i = 0; i < META_BUCKET_STRIPES; i++)
+        pthread_rwlock_init(&ms->bucket_locks[i], NULL);
+    pthread_mutex_init(&ms->seq_lock, NULL);
+}
+
+static void locks_destroy(struct meta_store *ms)
+{
+    for (size_t i = 0; i < META_KEY_STRIPES; i++)
+        pthread_mutex_destroy(&ms->key_locks[i]);
+    for (size_t i = 0; i < META_BUCKET_STRIPES; i++)
+        pthread_rwlock_destroy(&ms->bucket_locks[i]);
+    pthread_mutex_destroy(&ms->seq_lock);
+}
+
+int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char *errmsg)
+{
+    assert(opts != NULL && opts->data_dir != NULL && out != NULL && errmsg != NULL);
+    errmsg[0] = '\0';
+    struct meta_store *ms = mg_calloc(1, sizeof(*ms));
+    ms->opts = *opts;
+    ms->data_dir = mg_strndup(opts->data_dir, strlen(opts->data_dir));
+    ms->opts.data_dir = ms->data_dir;
+    char path[4096];
+    int rv = mkdir_p1(ms->data_dir, errmsg);
+    if (rv != 0)
+        goto err_after_alloc;
+    snprintf(path, sizeof(path), "%s/db", ms->data_dir);
+    struct eng_db_opts dbo = {.wal = opts->wal, .block_cache_bytes = 0};
+    if ((rv = eng_db_open(path, &dbo, &ms->db, errmsg)) != 0)
+        goto err_after_alloc;
+    snprintf(path, sizeof(path), "%s/blobs", ms->data_dir);
+    struct eng_blob_opts bo = {0};
+    if ((rv = eng_blob_open(path, &bo, &ms->bs, errmsg)) != 0)
+        goto err_after_db;
+    ms->shard.db = ms->db;
+    ms->shard.sync = opts->wal ? 1 : 0;
+    locks_init(ms);
+    atomic_init(&ms->list_steps, 0);
+    mg_log(MG_LOG_INFO, "event=meta_open dir=%s wal=%d inline_max=%u", ms->data_dir, opts->wal,
+           opts->inline_max_bytes);
+    *out = ms;
+    return 0;
+
+err_after_db:
+    eng_db_close(ms->db);
+err_after_alloc:
+    mg_log(MG_LOG_ERROR, "event=meta_open_failed dir=%s err=%s msg=\"%s\"", opts->data_dir,
+           mg_err_name(rv), errmsg);
+    mg_free(ms->data_dir);
+    mg_free(ms);
+    assert(rv != 0);
+    return rv;
+}
+
+void meta_store_close(struct meta_store *ms)
+{
+    if (ms == NULL)
+        return;
+    eng_blob_close(ms->bs);
+    eng_db_close(ms->db);
+    locks_destroy(ms);
+    mg_free(ms->data_dir);
+    mg_free(ms);
+}
+
+void meta_stats_get(struct meta_store *ms, struct meta_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    const char lo[1] = {META_T_BUCKET}, hi[1] = {META_T_BUCKET + 1};
+    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo, 1, hi, 1);
+    for (eng_iter_seek(it, lo, 1); eng_iter_valid(it); eng_iter_next(it))
+        out->buckets++;
+    eng_iter_destroy(it);
+    out->rocksdb_estimate_keys = eng_db_property_int(ms->db, "rocksdb.estimate-num-keys");
+    out->rocksdb_sst_bytes = eng_db_property_int(ms->db, "rocksdb.total-sst-files-size");
+    out->rocksdb_memtable_bytes = eng_db_property_int(ms->db, "rocksdb.cur-size-all-mem-tables");
+    eng_blob_stats_get(ms->bs, &out->blobs);
+}
