@@ -75,11 +75,42 @@ enum gw_op {
 const char *gw_op_label(enum gw_op op);
 
 struct gw_server; /* process-wide: config, users, meta store, metrics (server.c) */
+struct gw__qparam; /* decoded query parameter (route.c) */
 
 struct gw_user {
     struct mg_str name;
     struct mg_str access_key;
     struct mg_str secret_key;
+};
+
+/* Payload mode of a request, from x-amz-content-sha256 (auth.c); read by body.c. */
+enum gw_payload {
+    GW_PAYLOAD_NONE,            /* anonymous, SigV2, presigned or UNSIGNED-PAYLOAD: not hashed */
+    GW_PAYLOAD_SHA256,          /* literal hex SHA-256 of the body, verified while streaming */
+    GW_PAYLOAD_CHUNKED_SIGNED,  /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD */
+    GW_PAYLOAD_CHUNKED_SIGNED_TRAILER,   /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
+    GW_PAYLOAD_CHUNKED_UNSIGNED_TRAILER, /* STREAMING-UNSIGNED-PAYLOAD-TRAILER */
+};
+
+/* HTTP-core private part of a request; handlers never touch it. */
+struct gw__core {
+    enum gw_payload payload;   /* how body.c decodes and verifies the entity */
+    char content_sha256[65];   /* GW_PAYLOAD_SHA256: expected hex digest */
+    uint8_t signing_key[32];   /* chunked signed modes: SigV4 signing key */
+    struct mg_sigv4_auth v4;   /* chunked signed modes: the verified credentials (seed) */
+    int vhost;                 /* bucket came from the Host header */
+    struct mg_str path;        /* raw request-target path (no query) */
+    struct mg_str query;       /* raw query string (no '?'), may be empty */
+    struct gw__qparam *params; /* decoded query parameters (route.c), r->arena */
+    size_t nparams;
+    uint64_t start_ns;         /* monotonic clock at on_req */
+    uint64_t bytes_out;        /* response body bytes handed to h2o */
+    int status;                /* response status, 0 until responded */
+    int body_consumed;         /* gw_body_* ran once (the entity is read once) */
+    struct mg_str trailer_value; /* aws-chunked trailer checksum as sent (body.c) */
+    int internal;              /* /health, /metrics: not counted as S3 requests */
+    int has_head_length;       /* a handler set Content-Length (HEAD advertises it) */
+    uint64_t head_length;
 };
 
 /* One S3 request. Lives in the h2o request pool. */
@@ -96,6 +127,7 @@ struct gw_request {
     char request_id[17];       /* also sent as x-amz-request-id */
     char errmsg[256];          /* context for the error <Message> and log line */
     uint64_t bytes_in;         /* decoded payload bytes consumed (metrics) */
+    struct gw__core core;      /* HTTP-core private state (server/auth/body/respond.c) */
 };
 
 /* ---- request accessors (route.c) */
@@ -144,7 +176,8 @@ void gw_respond_xml(struct gw_request *r, int status, const struct mg_buf *xml);
  * get no body. */
 void gw_respond_error(struct gw_request *r, int rv);
 /* Stream [offset, offset+len) of an object's data (GET) with status (200/206); headers must be
- * added before. Bounded memory: reads slices while h2o asks for more (proceed). */
+ * added before. Bounded memory: reads slices while h2o asks for more (proceed). For HEAD only
+ * the headers go out, with Content-Length: len (use it for HeadObject). */
 void gw_respond_data(struct gw_request *r, int status, const struct meta_data *d,
                      uint64_t offset, uint64_t len);
 
@@ -167,5 +200,109 @@ void gw_http_date(int64_t ms, char out[30]);     /* "Mon, 30 Nov 2026 16:00:00 G
 void gw_iso8601(int64_t ms, char out[25]);       /* "2026-11-30T16:00:00.000Z" */
 /* Parse an HTTP date (RFC 1123, RFC 850, asctime); -1 if invalid. */
 int64_t gw_http_date_parse(struct mg_str s);
+
+
+/* ==== Additions for the S3 handlers (xml.c, s3_*.c). Pure functions: no server needed, unit
+ * tested in tests/unit/gateway/test_xml.c and test_s3_*.c. ==== */
+
+/* ---- XML emission beyond the four helpers above */
+void gw_xml_start(struct mg_buf *b, const char *name);        /* <name> */
+void gw_xml_end(struct mg_buf *b, const char *name);          /* </name> */
+void gw_xml_escape(struct mg_buf *b, struct mg_str text);      /* & < > " ' and controls */
+/* <name>text</name> with text percent-encoded (encoding-type=url, '/' kept) when url is set. */
+void gw_xml_elem_enc(struct mg_buf *b, const char *name, struct mg_str text, int url);
+
+/* ---- XML parsing (expat; DOCTYPE, entity declarations and external entities rejected).
+ * Every parser returns 0 or MG_EMALFORMEDXML (r->errmsg-sized errmsg, may be NULL, gets why);
+ * results come from arena. */
+struct gw_xml_node {
+    struct mg_str name;          /* local name: any "prefix:" removed */
+    struct mg_str text;          /* character data of a leaf element, NUL-terminated */
+    struct gw_xml_node *parent;
+    struct gw_xml_node *child;   /* first child element */
+    struct gw_xml_node *next;    /* next sibling element */
+};
+#define GW_XML_NODES_MAX 200000 /* elements per document */
+#define GW_XML_DEPTH_MAX 32
+int gw_xml_parse(struct mg_str body, struct mg_arena *a, struct gw_xml_node **root,
+                 char *errmsg);
+/* First child element named name, or NULL. */
+const struct gw_xml_node *gw_xml_child(const struct gw_xml_node *n, const char *name);
+/* Well-formed with the given root element (lifecycle bodies are stored as sent). */
+int gw_xml_check(struct mg_str body, const char *root, struct mg_arena *a, char *errmsg);
+
+/* CompleteMultipartUpload: Part{PartNumber, ETag (quotes removed), Checksum*}; number, etag
+ * and checksum are set in each meta_part, in document order. Empty list, more than
+ * META_PART_MAX parts or a non-numeric PartNumber -> MG_EMALFORMEDXML. */
+int gw_xml_parse_complete(struct mg_str body, struct mg_arena *a, struct meta_part **parts,
+                          size_t *n, char *errmsg);
+
+#define GW_DELETE_KEYS_MAX 1000
+struct gw_delete_req {
+    int quiet;
+    struct mg_str *keys;
+    size_t nkeys; /* 1..GW_DELETE_KEYS_MAX */
+};
+int gw_xml_parse_delete(struct mg_str body, struct mg_arena *a, struct gw_delete_req *out,
+                        char *errmsg);
+
+#define GW_OBJECT_TAGS_MAX 10
+#define GW_BUCKET_TAGS_MAX 50
+#define GW_TAG_KEY_MAX 128   /* Unicode characters */
+#define GW_TAG_VALUE_MAX 256
+/* Limits: count <= max (MG_EINVALIDTAG... S3 says BadRequest; we use InvalidTag), key 1..128,
+ * value <= 256 characters, no duplicate keys. Returns 0 or MG_EINVALIDTAG. */
+int gw_tags_validate(const struct meta_kv *tags, size_t n, size_t max, char *errmsg);
+/* Tagging{TagSet{Tag{Key,Value}}}: MG_EMALFORMEDXML, or gw_tags_validate's MG_EINVALIDTAG. */
+int gw_xml_parse_tagging(struct mg_str body, size_t max, struct mg_arena *a,
+                         struct meta_kv **tags, size_t *n, char *errmsg);
+/* x-amz-tagging: "k1=v1&k2=v2" (url-encoded, '+' is a space). MG_EINVALIDARGUMENT if it does
+ * not decode, MG_EINVALIDTAG per gw_tags_validate. */
+int gw_tagging_query_parse(struct mg_str q, size_t max, struct mg_arena *a,
+                           struct meta_kv **tags, size_t *n, char *errmsg);
+
+/* AccessControlPolicy -> the canned ACL it is equivalent to. owner_id is the owner's ID as we
+ * emit it (the user name). Grants beyond the canned sets -> MG_ENOTIMPLEMENTED. */
+int gw_xml_parse_acl(struct mg_str body, struct mg_str owner_id, struct mg_arena *a,
+                     enum meta_acl *out, char *errmsg);
+/* x-amz-acl value. Objects also accept bucket-owner-read/-full-control (private here).
+ * Returns 0, MG_ENOTIMPLEMENTED (aws-exec-read, log-delivery-write), MG_EINVALIDARGUMENT. */
+int gw_canned_acl_parse(struct mg_str v, int object, enum meta_acl *out);
+const char *gw_canned_acl_name(enum meta_acl acl);
+
+/* CreateBucketConfiguration{LocationConstraint}; loc empty if absent. */
+int gw_xml_parse_location(struct mg_str body, struct mg_arena *a, struct mg_str *loc,
+                          char *errmsg);
+
+/* ---- Range and conditional headers (s3_common.c) */
+
+/* Range header against an object of size bytes. Returns 0 when the whole object is to be sent
+ * (no header, malformed, or several ranges: S3 ignores them), 1 with [*off, *off+*len) set,
+ * MG_EINVALIDRANGE when unsatisfiable (start beyond the end, suffix of 0, empty object). */
+int gw_range_parse(struct mg_str hdr, uint64_t size, uint64_t *off, uint64_t *len);
+
+/* Conditional request headers, S3 precedence (GetObject docs): If-Match true makes
+ * If-Unmodified-Since irrelevant; If-None-Match false (it matched) wins over If-Modified-Since.
+ * Dates in ms, -1 if absent or unparseable (ignored). */
+struct gw_cond {
+    struct mg_str if_match;        /* empty: absent */
+    struct mg_str if_none_match;
+    int64_t if_modified_since_ms;
+    int64_t if_unmodified_since_ms;
+};
+/* Returns 0, MG_EPRECONDITION or MG_ENOTMODIFIED (the caller maps that to 412 for copy
+ * sources). Times compare at one-second resolution (Last-Modified's). */
+int gw_cond_eval(const struct gw_cond *c, struct mg_str etag, int64_t mtime_ms);
+/* 1 if an entity-tag list ("*", "\"a\", W/\"b\"", unquoted) matches etag (unquoted). */
+int gw_etag_list_match(struct mg_str list, struct mg_str etag);
+
+/* ListObjectsV2 continuation tokens: opaque base64 of the next marker. decode returns 0 or
+ * MG_EINVALIDARGUMENT. */
+void gw_token_encode(struct mg_str marker, struct mg_arena *a, struct mg_str *out);
+int gw_token_decode(struct mg_str token, struct mg_arena *a, struct mg_str *out);
+
+/* max-keys / max-parts / max-uploads: absent -> dflt; capped at cap; negative or not a number
+ * -> MG_EINVALIDARGUMENT. */
+int gw_parse_max(struct mg_str v, int present, uint32_t dflt, uint32_t cap, uint32_t *out);
 
 #endif

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Configuration loading (common/config.h): the JSON file is parsed with
+ * yajl's tree API and walked key by key, so every key is either understood or
+ * rejected by name. Generated credentials live in <data_dir>/credentials.json
+ * (0600), written once with O_EXCL and read back on every restart.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+#include <yajl/yajl_tree.h>
+
+#include "common/config.h"
+#include "common/err.h"
+#include "common/mem.h"
+
+#define CONFIG_FILE_MAX (1u << 20)
+
+static char *dup_str(const char *s)
+{
+    return s != NULL ? mg_strndup(s, strlen(s)) : NULL;
+}
+
+static void set_str(char **slot, const char *s)
+{
+    mg_free(*slot);
+    *slot = dup_str(s);
+}
+
+void mg_config_init(struct mg_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->listen_host = dup_str("127.0.0.1");
+    cfg->listen_port = 9000;
+    cfg->data_dir = dup_str("./data");
+    cfg->region = dup_str("us-east-1");
+    cfg->inline_max_bytes = 4096;
+    cfg->log_level = dup_str("info");
+}
+
+static void users_free(struct mg_config *cfg)
+{
+    for (size_t i = 0; i < cfg->nusers; i++) {
+        mg_free(cfg->users[i].name);
+        mg_free(cfg->users[i].access_key);
+        if (cfg->users[i].secret_key != NULL)
+            memset(cfg->users[i].secret_key, 0, strlen(cfg->users[i].secret_key));
+        mg_free(cfg->users[i].secret_key);
+    }
+    mg_free(cfg->users);
+    cfg->users = NULL;
+    cfg->nusers = 0;
+}
+
+void mg_config_close(struct mg_config *cfg)
+{
+    users_free(cfg);
+    mg_free(cfg->listen_host);
+    mg_free(cfg->data_dir);
+    mg_free(cfg->region);
+    mg_free(cfg->tls_cert_file);
+    mg_free(cfg->tls_key_file);
+    mg_free(cfg->domain);
+    mg_free(cfg->log_level);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+static int fail(char *errmsg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(char *errmsg, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errmsg, MG_CONFIG_ERRMSG_LEN, fmt, ap);
+    va_end(ap);
+    return MG_ECONFIG;
+}
+
+/* Printable ASCII without spaces, quotes or backslashes, length in [min, max]. */
+static int token_ok(const char *s, size_t min, size_t max)
+{
+    size_t n = strlen(s);
+    if (n < min || n > max)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\')
+            return 0;
+    }
+    return 1;
+}
+
+static int get_string(yajl_val v, const char *key, char **slot, char *errmsg)
+{
+    if (!YAJL_IS_STRING(v))
+        return fail(errmsg, "config key \"%s\": expected a string", key);
+    if (v->u.string[0] == '\0')
+        return fail(errmsg, "config key \"%s\": must not be empty", key);
+    set_str(slot, v->u.string);
+    return 0;
+}
+
+static int get_int(yajl_val v, const char *key, long long lo, long long hi, long long *out,
+                   char *errmsg)
+{
+    if (!YAJL_IS_INTEGER(v) || v->u.number.i < lo || v->u.number.i > hi) {
+        char range[64];
+        snprintf(range, sizeof(range), " in [%lld, %lld]", lo, hi);
+        return fail(errmsg, "config key \"%s\": expected an integer%s", key, range);
+    }
+    *out = v->u.number.i;
+    return 0;
+}
+
+static int parse_user(yajl_val u, size_t idx, struct mg_config_user *out, char *errmsg)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "users[%zu]", idx);
+    if (!YAJL_IS_OBJECT(u))
+        return fail(errmsg, "config key \"%s\": expected an object", key);
+    for (size_t i = 0; i < u->u.object.len; i++) {
+        const char *k = u->u.object.keys[i];
+        yajl_val v = u->u.object.values[i];
+        char **slot;
+        snprintf(key, sizeof(key), "users[%zu].%.20s", idx, k);
+        if (strcmp(k, "name") == 0)
+            slot = &out->name;
+        else if (strcmp(k, "access_key") == 0)
+            slot = &out->access_key;
+        else if (strcmp(k, "secret_key") == 0)
+            slot = &out->secret_key;
+        else
+            return fail(errmsg, "config key \"%s\": unknown key", key);
+        int rv = get_string(v, key, slot, errmsg);
+        if (rv != 0)
+            return rv;
+    }
+    static const char *const need[] = {"name", "access_key", "secret_key"};
+    char *have[] = {out->name, out->access_key, out->secret_key};
+    for (int i = 0; i < 3; i++) {
+        snprintf(key, sizeof(key), "users[%zu].%s", idx, need[i]);
+        if (have[i] == NULL)
+            return fail(errmsg, "config key \"%s\": missing", key);
+    }
+    snprintf(key, sizeof(key), "users[%zu].name", idx);
+    if (!token_ok(out->name, 1, 64))
+        return fail(errmsg, "config key \"%s\": 1-64 printable characters, no spaces", key);
+    snprintf(key, sizeof(key), "users[%zu].access_key", idx);
+    if (!token_ok(out->access_key, 3, 128) || strchr(out->access_key, '/') != NULL ||
+        strchr(out->access_key, ':') != NULL)
+        return fail(errmsg, "config key \"%s\": 3-128 printable characters, no '/', ':'", key);
+    snprintf(key, sizeof(key), "users[%zu].secret_key", idx);
+    if (!token_ok(out->secret_key, 8, 128))
+        return fail(errmsg, "config key \"%s\": 8-128 printable characters", key);
+    return 0;
+}
+
+static int parse_users(struct mg_config *cfg, yajl_val v, char *errmsg)
+{
+    if (!YAJL_IS_ARRAY(v))
+        return fail(errmsg, "config key \"%s\": expected an array", "users");
+    users_free(cfg);
+    size_t n = v->u.array.len;
+    if (n > 1024)
+        return fail(errmsg, "config key \"%s\": at most 1024 users", "users");
+    cfg->users = mg_calloc(n ? n : 1, sizeof(*cfg->users));
+    cfg->nusers = n;
+    for (size_t i = 0; i < n; i++) {
+        int rv = parse_user(v->u.array.values[i], i, &cfg->users[i], errmsg);
+        if (rv != 0)
+            return rv;
+        for (size_t j = 0; j < i; j++) {
+            char key[64];
+            snprintf(key, sizeof(key), "users[%zu]", i);
+            if (strcmp(cfg->users[j].access_key, cfg->users[i].access_key) == 0)
+                return fail(errmsg, "config key \"%s\": duplicate access_key", key);
+            if (strcmp(cfg->users[j].name, cfg->users[i].name) == 0)
+                return fail(errmsg, "config key \"%s\": duplicate name", key);
+        }
+    }
+    return 0;
+}
+
+static int parse_tls(struct mg_config *cfg, yajl_val v, char *errmsg)
+{
+    if (!YAJL_IS_OBJECT(v))
+        return fail(errmsg, "config key \"%s\": expected an object", "tls");
+    for (size_t i = 0; i < v->u.object.len; i++) {
+        const char *k = v->u.object.keys[i];
+        yajl_val x = v->u.object.values[i];
+        int rv;
+        if (strcmp(k, "cert_file") == 0)
+            rv = get_string(x, "tls.cert_file", &cfg->tls_cert_file, errmsg);
+        else if (strcmp(k, "key_file") == 0)
+            rv = get_string(x, "tls.key_file", &cfg->tls_key_file, errmsg);
+        else {
+            char key[64];
+            snprintf(key, sizeof(key), "tls.%.40s", k);
+            return fail(errmsg, "config key \"%s\": unknown key", key);
+        }
+        if (rv != 0)
+            return rv;
+    }
+    if (cfg->tls_cert_file == NULL)
+        return fail(errmsg, "config key \"%s\": missing", "tls.cert_file");
+    if (cfg->tls_key_file == NULL)
+        return fail(errmsg, "config key \"%s\": missing", "tls.key_file");
+    return 0;
+}
+
+static int domain_ok(const char *d)
+{
+    size_t n = strlen(d);
+    if (n == 0 || n > 253 || d[0] == '.' || d[n - 1] == '.')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = d[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
+static int parse_key(struct mg_config *cfg, const char *k, yajl_val v, char *errmsg)
+{
+    long long n;
+    int rv;
+    if (strcmp(k, "listen") == 0) {
+        if (!YAJL_IS_STRING(v))
+            return fail(errmsg, "config key \"%s\": expected a string \"HOST:PORT\"", k);
+        return mg_config_set_listen(cfg, v->u.string, errmsg);
+    }
+    if (strcmp(k, "data_dir") == 0)
+        return get_string(v, k, &cfg->data_dir, errmsg);
+    if (strcmp(k, "region") == 0) {
+        if ((rv = get_string(v, k, &cfg->region, errmsg)) != 0)
+            return rv;
+        if (!token_ok(cfg->region, 1, 64) || strchr(cfg->region, '/') != NULL)
+            return fail(errmsg, "config key \"%s\": not a region name", k);
+        return 0;
+    }
+    if (strcmp(k, "users") == 0)
+        return parse_users(cfg, v, errmsg);
+    if (strcmp(k, "tls") == 0)
+        return parse_tls(cfg, v, errmsg);
+    if (strcmp(k, "domain") == 0) {
+        if ((rv = get_string(v, k, &cfg->domain, errmsg)) != 0)
+            return rv;
+        if (!domain_ok(cfg->domain))
+            return fail(errmsg, "config key \"%s\": expected a lower-case DNS name", k);
+        return 0;
+    }
+    if (strcmp(k, "threads") == 0) {
+        if ((rv = get_int(v, k, 0, 256, &n, errmsg)) != 0)
+            return rv;
+        cfg->threads = (int)n;
+        return 0;
+    }
+    if (strcmp(k, "inline_max_bytes") == 0) {
+        if ((rv = get_int(v, k, 0, 1 << 20, &n, errmsg)) != 0)
+            return rv;
+        cfg->inline_max_bytes = (uint32_t)n;
+        return 0;
+    }
+    if (strcmp(k, "log_level") == 0) {
+        static const char *const levels[] = {"trace", "debug", "info", "warn", "error"};
+        if ((rv = get_string(v, k, &cfg->log_level, errmsg)) != 0)
+            return rv;
+        for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+            if (strcmp(cfg->log_level, levels[i]) == 0)
+                return 0;
+        return fail(errmsg, "config key \"%s\": expected trace, debug, info, warn or error", k);
+    }
+    char key[64];
+    snprintf(key, sizeof(key), "%.60s", k);
+    return fail(errmsg, "config key \"%s\": unknown key", key);
+}
+
+int mg_config_parse(struct mg_config *cfg, const char *json, size_t len, char *errmsg)
+{
+    char *text = mg_strndup(json, len);
+    char perr[200];
+    perr[0] = '\0';
+    yajl_val root = yajl_tree_parse(text, perr, sizeof(perr));
+    mg_free(text);
+    if (root == NULL) {
+        for (char *p = perr; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        fail(errmsg, "config: invalid JSON: %s", perr);
+        return MG_ECONFIG;
+    }
+    int rv = 0;
+    if (!YAJL_IS_OBJECT(root)) {
+        fail(errmsg, "config: the top level must be a JSON object");
+        rv = MG_ECONFIG;
+    }
+    for (size_t i = 0; rv == 0 && i < root->u.object.len; i++)
+        rv = parse_key(cfg, root->u.object.keys[i], root->u.object.values[i], errmsg);
+    yajl_tree_free(root);
+    return rv;
+}
+
+int mg_config_load(struct mg_config *cfg, const char *path, char *errmsg)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fail(errmsg, "config: cannot open %s: %s", path,
+                 strerror(errno));
+        return MG_ECONFIG;
+    }
+    char *buf = mg_malloc(CONFIG_FILE_MAX);
+    size_t n = fread(buf, 1, CONFIG_FILE_MAX, f);
+    int rerr = ferror(f);
+    fclose(f);
+    int rv;
+    if (rerr || n == CONFIG_FILE_MAX) {
+        fail(errmsg, "config: cannot read %s (error or over 1 MiB)",
+                 path);
+        rv = MG_ECONFIG;
+    } else {
+        rv = mg_config_parse(cfg, buf, n, errmsg);
+    }
+    mg_free(buf);
+    return rv;
+}
+
+int mg_config_set_listen(struct mg_config *cfg, const char *hostport, char *errmsg)
+{
+    const char *colon = strrchr(hostport, ':');
+    const char *host = hostport;
+    size_t hlen;
+    if (colon == NULL || colon[1] == '\0')
+        return fail(errmsg, "config key \"%s\": expected \"HOST:PORT\", got \"%.100s\"", "listen",
+                    hostport);
+    if (host[0] == '[') {
+        if (colon == host || colon[-1] != ']')
+            return fail(errmsg, "config key \"%s\": bad IPv6 form \"%.100s\"", "listen", hostport);
+        host++;
+        hlen = (size_t)(colon - 1 - host);
+    } else {
+        hlen = (size_t)(colon - host);
+        if (memchr(host, ':', hlen) != NULL)
+            return fail(errmsg, "config key \"%s\": write IPv6 as [ADDR]:PORT, got \"%.100s\"",
+                        "listen", hostport);
+    }
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || errno != 0 || port < 0 || port > 65535 || hlen == 0)
+        return fail(errmsg, "config key \"%s\": bad host or port in \"%.100s\"", "listen",
+                    hostport);
+    mg_free(cfg->listen_host);
+    cfg->listen_host = mg_strndup(host, hlen);
+    cfg->listen_port = (uint16_t)port;
+    return 0;
+}
+
+void mg_config_set_data_dir(struct mg_config *cfg, const char *dir)
+{
+    set_str(&cfg->data_dir, dir);
+}
+
+static int mkdir_p(const char *path, char *errmsg)
+{
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(tmp))
+        return fail(errmsg, "config key \"%s\": bad path", "data_dir");
+    memcpy(tmp, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (tmp[i] == '/' || tmp[i] == '\0') {
+            char c = tmp[i];
+            tmp[i] = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+                fail(errmsg, "config key \"data_dir\": mkdir %s: %s",
+                         tmp, strerror(errno));
+                return MG_ECONFIG;
+            }
+            tmp[i] = c;
+        }
+    }
+    return 0;
+}
+
+/* Generated credentials: access key "MG" + 18 upper-case alphanumerics, secret 40 characters
+ * from the base64url alphabet, as AWS keys look (20 / 40 characters). */
+static void gen_token(char *out, size_t len, const char *alphabet, size_t alen)
+{
+    uint8_t rnd[64];
+    if (RAND_bytes(rnd, (int)len) != 1)
+        abort();
+    for (size_t i = 0; i < len; i++)
+        out[i] = alphabet[rnd[i] % alen];
+    out[len] = '\0';
+}
+
+static int creds_read(struct mg_config *cfg, const char *path, char *errmsg)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return errno == ENOENT ? 1 : fail(errmsg, "config: cannot read %s", path);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    yajl_val root = yajl_tree_parse(buf, NULL, 0);
+    int rv = fail(errmsg, "config: %s is damaged; remove it to generate new credentials", path);
+    if (root != NULL && YAJL_IS_OBJECT(root)) {
+        cfg->users = mg_calloc(1, sizeof(*cfg->users));
+        cfg->nusers = 1;
+        if (parse_user(root, 0, &cfg->users[0], errmsg) == 0)
+            rv = 0;
+        else
+            users_free(cfg);
+    }
+    yajl_tree_free(root);
+    return rv;
+}
+
+static int creds_write(struct mg_config *cfg, const char *path, char *errmsg)
+{
+    static const char upper[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    char ak[21], sk[41];
+    ak[0] = 'M';
+    ak[1] = 'G';
+    gen_token(ak + 2, 18, upper, sizeof(upper) - 1);
+    gen_token(sk, 40, b64, sizeof(b64) - 1);
+    char json[256];
+    int len = snprintf(json, sizeof(json),
+                       "{\"name\": \"admin\", \"access_key\": \"%s\", \"secret_key\": \"%s\"}\n",
+                       ak, sk);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fail(errmsg, "config: cannot create %s: %s", path,
+                 strerror(errno));
+        return MG_EIO;
+    }
+    ssize_t w = write(fd, json, (size_t)len);
+    int ok = w == len && fsync(fd) == 0;
+    close(fd);
+    if (!ok) {
+        unlink(path);
+        fail(errmsg, "config: cannot write %s", path);
+        return MG_EIO;
+    }
+    cfg->users = mg_calloc(1, sizeof(*cfg->users));
+    cfg->nusers = 1;
+    cfg->users[0].name = dup_str("admin");
+    cfg->users[0].access_key = dup_str(ak);
+    cfg->users[0].secret_key = dup_str(sk);
+    memset(sk, 0, sizeof(sk));
+    memset(json, 0, sizeof(json));
+    return 0;
+}
+
+int mg_config_finish(struct mg_config *cfg, char *errmsg)
+{
+    int rv = mkdir_p(cfg->data_dir, errmsg);
+    if (rv != 0)
+        return rv;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/tmp", cfg->data_dir);
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return fail(errmsg, "config key \"%s\": cannot create %s", "data_dir", path);
+    if ((cfg->tls_cert_file == NULL) != (cfg->tls_key_file == NULL))
+        return fail(errmsg, "config key \"%s\": needs both cert_file and key_file", "tls");
+    if (cfg->tls_cert_file != NULL && access(cfg->tls_cert_file, R_OK) != 0)
+        return fail(errmsg, "config key \"%s\": cannot read %s", "tls.cert_file",
+                    cfg->tls_cert_file);
+    if (cfg->tls_key_file != NULL && access(cfg->tls_key_file, R_OK) != 0)
+        return fail(errmsg, "config key \"%s\": cannot read %s", "tls.key_file",
+                    cfg->tls_key_file);
+    if (cfg->nusers > 0)
+        return 0;
+    snprintf(path, sizeof(path), "%s/credentials.json", cfg->data_dir);
+    rv = creds_read(cfg, path, errmsg);
+    if (rv == 1)
+        rv = creds_write(cfg, path, errmsg);
+    if (rv == 0)
+        cfg->users_generated = 1;
+    return rv;
+}

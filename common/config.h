@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The process configuration: one JSON file (yajl tree API) plus command-line
+ * overrides (DESIGN.md 13, issue 2). Every key is checked at start: an unknown
+ * key or a bad value is rejected with a message naming the key, so a typo
+ * never silently falls back to a default. With no users configured, a key
+ * pair is generated once, stored in <data_dir>/credentials.json (mode 0600)
+ * and reused on every restart.
+ *
+ * Keys: listen ("HOST:PORT"), data_dir, region, users[{name, access_key,
+ * secret_key}], tls{cert_file, key_file}, domain, threads, inline_max_bytes,
+ * log_level. Not thread-safe; loaded once by main before threads start.
+ */
+#ifndef MG_COMMON_CONFIG_H
+#define MG_COMMON_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MG_CONFIG_ERRMSG_LEN 256
+
+struct mg_config_user {
+    char *name;       /* owner name shown in listings */
+    char *access_key; /* 3..128 printable chars */
+    char *secret_key; /* 8..128 printable chars; never logged */
+};
+
+struct mg_config {
+    char *listen_host;         /* "127.0.0.1" (IPv4 or IPv6 literal, or "localhost") */
+    uint16_t listen_port;      /* 0 = any free port (tests) */
+    char *data_dir;            /* everything persistent lives here */
+    char *region;              /* "us-east-1" */
+    struct mg_config_user *users;
+    size_t nusers;
+    int users_generated;       /* 1 when users[0] came from <data_dir>/credentials.json */
+    char *tls_cert_file;       /* NULL: plain HTTP */
+    char *tls_key_file;
+    char *domain;              /* virtual-host suffix ("s3.local"), NULL if none */
+    int threads;               /* event loops; 0 = default (see gateway/server.c) */
+    uint32_t inline_max_bytes; /* objects up to this size live inside their metadata entry */
+    char *log_level;           /* "trace", "debug", "info", "warn", "error" */
+};
+
+/* Defaults: listen 127.0.0.1:9000, data_dir ./data, region us-east-1, threads 0,
+ * inline_max_bytes 4096, log_level info. The caller owns cfg; mg_config_close frees it. */
+void mg_config_init(struct mg_config *cfg);
+void mg_config_close(struct mg_config *cfg);
+
+/* Parse JSON text (len bytes, need not be NUL-terminated) over the values already in cfg.
+ * Returns 0 or MG_ECONFIG with errmsg (MG_CONFIG_ERRMSG_LEN bytes) naming the key. */
+int mg_config_parse(struct mg_config *cfg, const char *json, size_t len, char *errmsg);
+/* Read and parse a file. Returns 0 or MG_ECONFIG (unreadable file or as above). */
+int mg_config_load(struct mg_config *cfg, const char *path, char *errmsg);
+/* Override "listen" with "HOST:PORT" ("[::1]:9000" for IPv6). Returns 0 or MG_ECONFIG. */
+int mg_config_set_listen(struct mg_config *cfg, const char *hostport, char *errmsg);
+/* Override data_dir. */
+void mg_config_set_data_dir(struct mg_config *cfg, const char *dir);
+/* Final checks once all overrides are applied: creates data_dir (and data_dir/tmp), checks the
+ * TLS files are readable, and when no users are configured loads or generates
+ * data_dir/credentials.json. Returns 0, MG_ECONFIG or MG_EIO, with errmsg. */
+int mg_config_finish(struct mg_config *cfg, char *errmsg);
+
+#endif

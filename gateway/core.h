@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal to the gateway's HTTP core (server.c, route.c, auth.c, body.c,
+ * respond.c, metrics.c): the server object, the routing parser in a form that
+ * needs no h2o request (unit tests and the fuzz target call it directly), the
+ * auth entry point with an explicit clock, and the per-loop metrics shard.
+ * The S3 handlers use gw.h only.
+ */
+#ifndef MG_GATEWAY_CORE_H
+#define MG_GATEWAY_CORE_H
+
+#include <stdatomic.h>
+#include <time.h>
+
+#include <uv.h>
+
+#include "common/config.h"
+#include "gateway/gateway.h"
+#include "gateway/gw.h"
+
+/* ---- routing (route.c) */
+
+struct gw__qparam {
+    struct mg_str name;  /* decoded */
+    struct mg_str value; /* decoded ('+' is a space, as S3 decodes query strings) */
+};
+
+/* What routing needs to know about a request. */
+struct gw__route_in {
+    struct mg_str method;    /* "GET" */
+    struct mg_str authority; /* Host header value, may carry ":port" */
+    struct mg_str target;    /* raw request-target: path plus optional "?query" */
+    struct mg_str domain;    /* virtual-host suffix, empty when not configured */
+    int has_copy_source;     /* x-amz-copy-source header present */
+};
+
+struct gw__route_out {
+    enum gw_op op;
+    struct mg_str bucket;
+    struct mg_str key;   /* decoded */
+    struct mg_str path;  /* raw path, no query */
+    struct mg_str query; /* raw query, no '?' */
+    struct gw__qparam *params;
+    size_t nparams;
+    int vhost;           /* bucket came from the Host header */
+};
+
+/* Parse a request line into an S3 operation. Everything allocated from a. Returns 0,
+ * MG_EINVALIDARGUMENT (bad percent-encoding or a NUL in the key; S3 says InvalidURI),
+ * MG_EKEYTOOLONG, MG_EINVALIDBUCKETNAME (bucket over 255 bytes or not a name),
+ * MG_EMETHODNOTALLOWED, MG_ENOTIMPLEMENTED (a known but unsupported subresource).
+ * out->op is set even on error when known (for metrics). */
+int gw__route_parse(const struct gw__route_in *in, struct mg_arena *a, struct gw__route_out *out);
+/* Find a decoded parameter; 1 if present. */
+int gw__qparam_get(const struct gw__qparam *p, size_t n, const char *name, struct mg_str *out);
+
+/* ---- authentication (auth.c) */
+
+/* Authenticate r at wall-clock time now (seconds): SigV4 header or presigned query, SigV2
+ * header or query, or anonymous (r->user stays NULL). Sets r->user, r->presigned and
+ * r->core's payload mode. Returns 0, MG_EACCESSDENIED, MG_ESIGNATURE, MG_EINVALIDACCESSKEY,
+ * MG_ESKEWED, MG_EEXPIRED, MG_EAUTHHEADER, MG_EAUTHQUERY, MG_EINVALIDARGUMENT,
+ * MG_EINVALIDREQUEST, MG_EMISSINGSECHDR; r->errmsg says why. */
+int gw__auth(struct gw_request *r, time_t now);
+
+/* ---- metrics (metrics.c) */
+
+#define GW_LAT_BUCKETS 15
+
+/* Per-loop counters: written by one loop thread only (relaxed atomics), summed on scrape. */
+struct gw__metrics {
+    _Alignas(64) uint64_t requests[GW_OP__COUNT];
+    uint64_t errors_4xx[GW_OP__COUNT];
+    uint64_t errors_5xx[GW_OP__COUNT];
+    uint64_t lat_bucket[GW_OP__COUNT][GW_LAT_BUCKETS]; /* non-cumulative */
+    uint64_t lat_sum_us[GW_OP__COUNT];
+    uint64_t bytes_in;
+    uint64_t bytes_out;
+};
+
+/* Account one finished request (called on the request's loop thread). */
+void gw__metrics_record(struct gw__metrics *m, enum gw_op op, int status, uint64_t latency_us,
+                        uint64_t bytes_in, uint64_t bytes_out);
+/* Prometheus text exposition of all loops plus meta_stats_get into out. */
+void gw__metrics_render(struct gw_server *srv, struct mg_buf *out);
+
+/* ---- server (server.c) */
+
+struct gw__loop {
+    struct gw_server *srv;
+    int index;
+    uv_loop_t loop;
+    h2o_context_t ctx;
+    h2o_accept_ctx_t accept_ctx;
+    uv_tcp_t listener;
+    uv_async_t stop_async;
+    uv_timer_t stop_timer;
+    int stop_ticks;
+    int stopping;
+    uv_thread_t thread;
+    uint64_t next_request_id;
+    struct gw__metrics metrics;
+};
+
+struct gw_server {
+    const struct mg_config *cfg;
+    struct meta_store *ms;
+    struct gw_user *users;
+    size_t nusers;
+    struct mg_str region;
+    struct mg_str domain;
+    h2o_globalconf_t globalconf;
+    h2o_hostconf_t *hostconf;
+    SSL_CTX *ssl_ctx;
+    struct gw__loop *loops;
+    int nloops;
+    uint16_t port;            /* bound port (the configured one, or the one picked for 0) */
+    atomic_int serving;       /* /health answers 200 once every loop runs */
+    atomic_int running_loops;
+    int64_t started_ms;
+    uint64_t request_id_base; /* per-process random prefix of request ids */
+};
+
+/* Monotonic clock in ns. */
+uint64_t gw__now_ns(void);
+/* Wall clock in ms. */
+int64_t gw__now_ms(void);
+
+/* The loop (and its metrics) running the current thread, NULL outside loop threads. */
+struct gw__loop *gw__current_loop(void);
+
+/* Finish accounting of a request once its response has been handed to h2o (respond.c). */
+void gw__request_done(struct gw_request *r);
+
+#endif
