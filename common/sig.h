@@ -42,7 +42,16 @@ struct mg_sig_req {
     struct mg_str query;   /* raw query string after '?', may be empty */
     const struct mg_http_hdr *headers;
     size_t nheaders;
+    /* SigV2 only (added 2026-11-30): the bucket of a virtual-host-style request (Host
+     * "example-bucket.s3.local"), whose path lacks it; the V2 CanonicalizedResource is then
+     * "/" bucket path. Leave empty for path-style requests. SigV4 ignores it: its canonical
+     * URI is the path as sent (the bucket is in the signed Host header). */
+    struct mg_str v2_bucket;
 };
+
+/* The value of the first header named `name` (case-insensitive); {NULL, 0} if absent.
+ * (added 2026-11-30) */
+struct mg_str mg_sig_req_header(const struct mg_sig_req *req, const char *name);
 
 /* ------------------------------------------------------------------ SigV4 */
 
@@ -59,14 +68,29 @@ struct mg_sigv4_auth {
     struct mg_str amz_date;       /* yyyymmddThhmmssZ (header x-amz-date / Date, or X-Amz-Date) */
     int64_t expires_s;            /* presigned only: X-Amz-Expires, else -1 */
     int presigned;                /* 1 for the query form */
+    struct mg_str content_sha256; /* presigned only: X-Amz-Content-Sha256 if in the query
+                                   * (aws-sdk-js-v3 sends UNSIGNED-PAYLOAD), else empty
+                                   * (added 2026-11-30) */
 };
 
-/* Parse the Authorization header value. Returns 0, MG_EAUTHHEADER if malformed. */
+/* Parse the Authorization header value. Returns 0, MG_EAUTHHEADER if malformed. The header
+ * carries no date: out->amz_date is left empty; set it from the x-amz-date header (or use
+ * mg_sigv4_parse_request, which does). */
 int mg_sigv4_parse_header(struct mg_str authorization, struct mg_sigv4_auth *out);
 
 /* Parse the presigned query form (X-Amz-Algorithm=AWS4-HMAC-SHA256 ...); decoded values are
  * allocated from arena. Returns 0, MG_EAUTHQUERY if malformed or X-Amz-Expires > 604800. */
 int mg_sigv4_parse_query(struct mg_str query, struct mg_arena *arena, struct mg_sigv4_auth *out);
+
+/* (added 2026-11-30) Find SigV4 credentials in req: the Authorization header
+ * ("AWS4-HMAC-SHA256 ...", amz_date taken from x-amz-date, or from Date when that is in
+ * yyyymmddThhmmssZ form) or else the presigned query (X-Amz-Algorithm present). Returns 0,
+ * MG_EAUTHHEADER, MG_EAUTHQUERY, or MG_ENOTFOUND when the request has neither form (it may
+ * be anonymous, or SigV2: an "AWS AKID:sig" Authorization header is left to mg_sigv2_*). The
+ * payload hash to verify with is then: header form, the x-amz-content-sha256 header value;
+ * presigned, out->content_sha256 if set, else "UNSIGNED-PAYLOAD". */
+int mg_sigv4_parse_request(const struct mg_sig_req *req, struct mg_arena *arena,
+                           struct mg_sigv4_auth *out);
 
 /* Derive the signing key HMAC(HMAC(HMAC(HMAC("AWS4"+secret, date), region), service),
  * "aws4_request") into key[32]. Cached per (secret, date, region, service). */
@@ -89,7 +113,9 @@ int mg_sigv4_verify(const struct mg_sig_req *req, const struct mg_sigv4_auth *au
 
 /* Clock checks: header form must be within 15 minutes of now (MG_ESKEWED); presigned form
  * must satisfy amz_date <= now + 15 min and now <= amz_date + expires (MG_EEXPIRED).
- * Returns 0, MG_ESKEWED, MG_EEXPIRED or MG_EAUTHHEADER (unparseable date). */
+ * Returns 0, MG_ESKEWED, MG_EEXPIRED or MG_EAUTHHEADER (unparseable date, or a credential
+ * scope date that is not the day of amz_date; MG_EAUTHQUERY for those in the presigned
+ * form). */
 int mg_sigv4_check_time(const struct mg_sigv4_auth *auth, time_t now);
 
 /* Signer (mgbench, tests): sign req in place of a client. amz_date is yyyymmddThhmmssZ;
@@ -150,9 +176,28 @@ void mg_chunked_init(struct mg_chunked *c);
  * (bad framing), or the first nonzero return of on_data. */
 int mg_chunked_feed(struct mg_chunked *c, const void *data, size_t len);
 /* Call at end of body: MG_EINCOMPLETEBODY unless the final 0-size chunk (and trailer) was
- * seen. */
+ * seen. on_data runs before a chunk's signature is checked (bounded memory): treat the
+ * data as unverified until mg_chunked_finish returns 0. The caller compares
+ * c->decoded_total with x-amz-decoded-content-length. */
 int mg_chunked_finish(struct mg_chunked *c);
 void mg_chunked_close(struct mg_chunked *c);
+
+/* (added 2026-11-30) Set mode, key, seed signature (auth->signature), amz_date and scope
+ * from a verified SigV4 request, plus the data callback, then mg_chunked_init. Returns 0,
+ * or MG_EAUTHHEADER when auth's fields do not fit the struct. */
+int mg_chunked_setup(struct mg_chunked *c, enum mg_chunked_mode mode,
+                     const struct mg_sigv4_auth *auth, const uint8_t key[32],
+                     mg_chunked_data_cb on_data, void *ctx);
+/* (added 2026-11-30) Signer side (mgbench, tests): the chunk-signature of one chunk of
+ * data chained from prev_sig (64 hex), into out[65]. */
+void mg_chunked_chunk_signature(const uint8_t key[32], struct mg_str amz_date,
+                                struct mg_str scope, struct mg_str prev_sig, const void *data,
+                                size_t len, char out[65]);
+/* (added 2026-11-30) The x-amz-trailer-signature over trailer lines given as
+ * "name:value\n" text (what the decoder hashes), chained from prev_sig. */
+void mg_chunked_trailer_signature(const uint8_t key[32], struct mg_str amz_date,
+                                  struct mg_str scope, struct mg_str prev_sig,
+                                  struct mg_str trailer_text, char out[65]);
 
 /* ------------------------------------------------------------------ SigV2 */
 
@@ -172,6 +217,11 @@ int mg_sigv2_parse_query(struct mg_str query, struct mg_arena *arena, struct mg_
  * Returns 0, MG_ESIGNATURE. */
 int mg_sigv2_verify(const struct mg_sig_req *req, const struct mg_sigv2_auth *auth,
                     struct mg_str secret);
+/* (added 2026-11-30) Clock check: query form, MG_EEXPIRED when now > Expires; header form,
+ * the x-amz-date (else Date) header in RFC 1123 form must be within 15 minutes of now
+ * (MG_ESKEWED); MG_EAUTHHEADER when neither parses. */
+int mg_sigv2_check_time(const struct mg_sig_req *req, const struct mg_sigv2_auth *auth,
+                        time_t now);
 /* Signer: base64 signature into out (NUL-terminated, <= 64 bytes); date_or_expires is the
  * Date header value or the Expires decimal. */
 void mg_sigv2_sign(const struct mg_sig_req *req, struct mg_str secret,
