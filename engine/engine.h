@@ -140,8 +140,23 @@ void eng_blob_writer_abort(struct eng_blob_writer *w);
  * out of range. */
 int eng_blob_read(struct eng_blobstore *bs, const struct eng_blob_ref *ref, uint64_t offset,
                   void *buf, size_t len);
+/* A whole blob read in pieces, in order (a streamed GET), verified as it goes: the call that
+ * reads the last byte also checks the record header and the crc32c of everything read, and
+ * returns MG_ECORRUPT on a mismatch (earlier pieces were already handed out, so the caller
+ * must abort its response rather than complete it). Zero-initialise; owned by the caller, one
+ * thread at a time. */
+struct eng_blob_cursor {
+    uint64_t pos; /* data bytes read so far */
+    uint32_t crc; /* crc32c of those bytes */
+};
+/* Read the next len bytes (pos + len <= ref->length). Returns 0, MG_EIO, MG_ECORRUPT,
+ * MG_EINVALIDARGUMENT. */
+int eng_blob_cursor_read(struct eng_blobstore *bs, const struct eng_blob_ref *ref,
+                         struct eng_blob_cursor *c, void *buf, size_t len);
+
 /* Open fd of the blob's segment for zero-copy sends (caller must not close it; valid until
- * eng_blob_free of every blob in it). Returns fd >= 0 or -MG_EIO. */
+ * eng_blob_free of every blob in it). Bytes sent from it are not verified. Returns fd >= 0 or
+ * -MG_EIO. */
 int eng_blob_fd(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
 
 /* Release the blob's space (after the metadata no longer references it). Idempotent: a ref

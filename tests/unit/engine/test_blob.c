@@ -106,6 +106,15 @@ static void check_blob(struct eng_blobstore *bs, const struct eng_blob_ref *ref,
         assert_int_equal(eng_blob_read(bs, ref, len / 2, buf, 1), 0);
         assert_int_equal(buf[0], ((const char *)data)[len / 2]);
     }
+    /* Streamed in three pieces through a cursor, verified at the end. */
+    struct eng_blob_cursor c = {0};
+    memset(buf, 0, len);
+    assert_int_equal(eng_blob_cursor_read(bs, ref, &c, buf, len / 3), 0);
+    assert_int_equal(eng_blob_cursor_read(bs, ref, &c, buf + len / 3, len / 3), 0);
+    assert_int_equal(eng_blob_cursor_read(bs, ref, &c, buf + len / 3 * 2, len - len / 3 * 2), 0);
+    assert_memory_equal(buf, data, len);
+    assert_int_equal(c.pos, len);
+    assert_int_equal(eng_blob_cursor_read(bs, ref, &c, buf, 1), MG_EINVALIDARGUMENT);
     assert_int_equal(eng_blob_read(bs, ref, 0, buf, len + 1), MG_EINVALIDARGUMENT);
     assert_int_equal(eng_blob_read(bs, ref, len + 1, buf, 0), MG_EINVALIDARGUMENT);
     free(buf);
@@ -193,9 +202,16 @@ static void test_corruption_detected(void **state)
         assert_int_equal(write_blob(f->bs, data, len, len, len, &ref), 0);
         flip_byte(f->bs, &ref, len / 3);
         assert_int_equal(eng_blob_read(f->bs, &ref, 0, buf, len), MG_ECORRUPT);
-        /* Partial reads are not verified (the caller checks ranges end to end). */
+        /* Partial reads are not verified (the caller checks ranges end to end)... */
         assert_int_equal(eng_blob_read(f->bs, &ref, 0, buf, 10), 0);
         assert_memory_equal(buf, data, 10);
+        /* ...but a whole blob streamed through a cursor is, at its last piece. */
+        struct eng_blob_cursor c = {0};
+        size_t piece = len / 4 + 1;
+        for (size_t off = 0; off + piece < len; off += piece)
+            assert_int_equal(eng_blob_cursor_read(f->bs, &ref, &c, buf + off, piece), 0);
+        assert_int_equal(eng_blob_cursor_read(f->bs, &ref, &c, buf + c.pos, len - c.pos),
+                         MG_ECORRUPT);
         /* A ref whose crc does not match the header is also caught. */
         flip_byte(f->bs, &ref, len / 3);
         assert_int_equal(eng_blob_read(f->bs, &ref, 0, buf, len), 0);
