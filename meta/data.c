@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #define MG_MODULE "meta"
 #include "meta/internal.h"
 
@@ -169,9 +167,8 @@ int meta__data_copy(struct meta_store *ms, const struct meta_data *src, uint64_t
     int rv = meta_data_writer_create(ms, len, &w);
     if (rv != 0)
         return rv;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (md == NULL || EVP_DigestInit_ex(md, EVP_md5(), NULL) != 1)
-        abort(); /* allocation policy: OOM aborts (STYLE.md 4) */
+    struct mg_cksum md5;
+    mg_cksum_init(&md5, MG_CKSUM_MD5);
     size_t chunk = len < COPY_CHUNK_BYTES ? (size_t)len : COPY_CHUNK_BYTES;
     char *buf = mg_malloc(chunk);
     for (uint64_t done = 0; done < len && rv == 0;) {
@@ -179,15 +176,14 @@ int meta__data_copy(struct meta_store *ms, const struct meta_data *src, uint64_t
         rv = meta_data_read(ms, src, offset + done, buf, n);
         if (rv == 0)
             rv = meta_data_writer_append(w, buf, n);
-        EVP_DigestUpdate(md, buf, n);
+        mg_cksum_update(&md5, buf, n);
         done += n;
     }
     mg_free(buf);
-    uint8_t digest[16];
-    unsigned dlen = 0;
-    EVP_DigestFinal_ex(md, digest, &dlen);
-    EVP_MD_CTX_free(md);
-    meta__hex(digest, 16, md5_hex);
+    uint8_t digest[32];
+    mg_cksum_final(&md5, digest);
+    mg_cksum_close(&md5);
+    mg_hex_encode(digest, 16, md5_hex);
     if (rv != 0) {
         meta_data_writer_abort(w);
         return rv;

@@ -168,6 +168,5 @@ int meta__source_range(struct meta_store *ms, struct mg_str bucket, struct mg_st
 /* Strip one pair of surrounding double quotes. */
 struct mg_str meta__unquote(struct mg_str s);
 
-void meta__hex(const uint8_t *in, size_t n, char *out); /* lower hex + NUL */
 
 #endif

@@ -172,6 +172,8 @@ int meta__key_upload_decode(const void *key, size_t len, uint64_t *bucket_id,
     if (len < META_OBJ_PREFIX_LEN || p[0] != META_T_UPLOAD)
         return MG_ECORRUPT;
     *bucket_id = meta__get_u64(p + 1);
+    if (meta__get_u64(p + 9) != 0)
+        return MG_ECORRUPT; /* uploads are written with parent-id 0 (flat buckets) */
     size_t used = 0;
     size_t before = name_buf->len;
     int rv = meta__esc_decode(p + META_OBJ_PREFIX_LEN, len - META_OBJ_PREFIX_LEN, name_buf, &used);

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #define MG_MODULE "meta"
@@ -333,9 +332,8 @@ static int hexval(char c)
 static struct mg_str multipart_etag(const struct meta_part *const *parts, size_t n,
                                     struct mg_arena *a)
 {
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (md == NULL || EVP_DigestInit_ex(md, EVP_md5(), NULL) != 1)
-        abort(); /* allocation policy: OOM aborts (STYLE.md 4) */
+    struct mg_cksum md5;
+    mg_cksum_init(&md5, MG_CKSUM_MD5);
     for (size_t i = 0; i < n; i++) {
         struct mg_str e = parts[i]->etag;
         uint8_t bin[16];
@@ -346,18 +344,47 @@ static struct mg_str multipart_etag(const struct meta_part *const *parts, size_t
             bin[k] = (uint8_t)(hi << 4 | lo);
         }
         if (ok)
-            EVP_DigestUpdate(md, bin, 16);
+            mg_cksum_update(&md5, bin, 16);
         else
-            EVP_DigestUpdate(md, e.base, e.len); /* not an md5: hash what the part has */
+            mg_cksum_update(&md5, e.base, e.len); /* not an md5: hash what the part has */
     }
-    uint8_t digest[16];
-    unsigned dlen = 0;
-    EVP_DigestFinal_ex(md, digest, &dlen);
-    EVP_MD_CTX_free(md);
+    uint8_t digest[32];
+    mg_cksum_final(&md5, digest);
+    mg_cksum_close(&md5);
     char *out = mg_arena_alloc(a, 32 + 1 + 6);
-    meta__hex(digest, 16, out);
+    mg_hex_encode(digest, 16, out);
     int m = snprintf(out + 32, 7, "-%zu", n);
     return (struct mg_str){out, 32 + (size_t)m};
+}
+
+/* Composite "checksum of checksums": base64(algo(concat of the parts' binary checksums)) +
+ * "-N" (S3 User Guide, "Checking object integrity", composite checksums of multipart
+ * uploads). Empty when a part has none or the algorithm has no composite form (CRC64NVME is
+ * full-object only). */
+static struct mg_str composite_checksum(enum mg_cksum_algo algo,
+                                        const struct meta_part *const *parts, size_t n,
+                                        struct mg_arena *a)
+{
+    if (algo == MG_CKSUM_NONE || algo == MG_CKSUM_CRC64NVME || algo == MG_CKSUM_MD5)
+        return (struct mg_str){"", 0};
+    struct mg_cksum c;
+    mg_cksum_init(&c, algo);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t raw[32];
+        long m = mg_base64_decode(parts[i]->checksum, raw, sizeof(raw));
+        if (m <= 0) {
+            mg_cksum_close(&c);
+            return (struct mg_str){"", 0};
+        }
+        mg_cksum_update(&c, raw, (size_t)m);
+    }
+    uint8_t d[32];
+    size_t dl = mg_cksum_final(&c, d);
+    mg_cksum_close(&c);
+    char *out = mg_arena_alloc(a, 4 * ((dl + 2) / 3) + 1 + 7);
+    size_t bl = mg_base64_encode(d, dl, out);
+    int m = snprintf(out + bl, 8, "-%zu", n);
+    return (struct mg_str){out, bl + (size_t)m};
 }
 
 /* Small parts live inline in their rows; an object's data is a list of extents, so give each
@@ -413,8 +440,7 @@ static int build_object(struct mpu_ctx *c, const struct meta_object *tmpl,
     if (next == 0)
         o->data.inline_data = (struct mg_str){"", 0};
     o->etag = multipart_etag(matched, n, a);
-    /* TODO(#2): composite "checksum-of-checksums-N" for the upload's algorithm. */
-    o->cksum_value = (struct mg_str){"", 0};
+    o->cksum_value = composite_checksum(tmpl->cksum_algo, matched, n, a);
     o->mtime_ms = meta__now_ms();
     return rv;
 }

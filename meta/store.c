@@ -79,16 +79,6 @@ int meta__key_check(struct mg_str key)
     return key.len > META_KEY_MAX ? MG_EKEYTOOLONG : 0;
 }
 
-void meta__hex(const uint8_t *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 int meta__get(struct meta_store *ms, enum eng_cf cf, const struct mg_buf *key,
               struct mg_buf *val, int *found)
 {

@@ -64,7 +64,7 @@ void fx_md5_hex(const void *bytes, size_t len, char out[33])
     uint8_t d[16];
     unsigned n = 0;
     EVP_Digest(bytes, len, d, &n, EVP_md5(), NULL);
-    meta__hex(d, 16, out);
+    mg_hex_encode(d, 16, out);
 }
 
 void fx_fill(void *buf, size_t len, uint32_t seed)

@@ -123,6 +123,19 @@ static void test_complete(void **state)
     assert_int_equal(o.parts[3].number, 6);
     assert_int_equal(o.parts[3].size, 10);
     assert_memory_equal(o.parts[0].checksum.base, "ck==", 4);
+    /* composite CRC32 over the parts' binary checksums ("ck==" is the byte 'r') */
+    struct mg_cksum ck;
+    uint8_t raw[32];
+    char b64[16];
+    mg_cksum_init(&ck, MG_CKSUM_CRC32);
+    mg_cksum_update(&ck, "rrrr", 4);
+    size_t rl = mg_cksum_final(&ck, raw);
+    mg_cksum_close(&ck);
+    size_t bl = mg_base64_encode(raw, rl, b64);
+    assert_int_equal(o.cksum_algo, MG_CKSUM_CRC32);
+    assert_int_equal(o.cksum_value.len, bl + 2);
+    assert_memory_equal(o.cksum_value.base, b64, bl);
+    assert_memory_equal(o.cksum_value.base + bl, "-4", 2);
 
     /* ETag = hex(md5(md5(p2) || md5(p3) || md5(p4) || md5(p6))) + "-4" */
     uint8_t cat[64], d[16];
@@ -133,7 +146,7 @@ static void test_complete(void **state)
     EVP_Digest(big + 3 * MIB5, 10, cat + 48, &dl, EVP_md5(), NULL);
     EVP_Digest(cat, 64, d, &dl, EVP_md5(), NULL);
     char etag[40];
-    meta__hex(d, 16, etag);
+    mg_hex_encode(d, 16, etag);
     memcpy(etag + 32, "-4", 3);
     assert_int_equal(o.etag.len, 34);
     assert_memory_equal(o.etag.base, etag, 34);
