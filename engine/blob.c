@@ -212,6 +212,7 @@ static void hdr_encode(unsigned char *h, uint64_t segno, uint64_t len, uint32_t 
     put_le32(h + 20, 0);
     put_le64(h + 24, segno);
     put_le32(h + 4, crc32c(h + 8, BLOB_HDR_BYTES - 8));
+    assert(get_le64(h + 8) == len && get_le64(h + 24) == segno);
 }
 
 /* 1 if h is a live header for exactly this ref. */
@@ -557,6 +558,7 @@ static int roll_locked(struct eng_blobstore *bs)
 /* Reserve size bytes in the active segment: one locked offset bump. Takes a ref on *out. */
 static int reserve(struct eng_blobstore *bs, uint64_t size, struct seg **out, uint64_t *off)
 {
+    assert(size >= BLOB_HDR_BYTES);
     pthread_mutex_lock(&bs->mu);
     struct seg *s = bs->active;
     if (s == NULL || s->sealed || (s->end > 0 && s->end + size > bs->segment_bytes)) {
@@ -813,6 +815,7 @@ static int finish_shared(struct eng_blob_writer *w, struct eng_blob_ref *ref)
     unsigned char h[BLOB_HDR_BYTES];
     int e, rv;
     assert(w->flushed + w->buf_len == w->len && w->len <= w->hint);
+    assert(w->region_len == BLOB_HDR_BYTES + w->hint);
     hdr_encode(h, s->no, w->len, ~w->crc);
     if (w->flushed == 0) {
         struct iovec iov[2] = {{h, sizeof h}, {w->buf, w->buf_len}};
