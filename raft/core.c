@@ -1,0 +1,773 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The per-group glue between libraft 0.15 and a group's owner: the FSM
+ * adapter (entry index at apply time, never re-applying what the engine
+ * already covers, durable-aware snapshot descriptors, restore and replay of
+ * the unflushed tail), the ready barrier of a new leader, the proposal queue
+ * submitted in waves, the barrier-batched read gate and membership changes.
+ * It owns the translation of RAFT_* codes into enum mg_err (STYLE.md 3). It
+ * works on any struct raft, so unit tests run it over libraft's raft_fixture.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MG_MODULE "raft"
+#include "common/common.h"
+#include "raft/internal.h"
+
+_Static_assert(sizeof(struct raft_apply) <= sizeof(((struct mraft_propose *)0)->raft_req),
+               "mraft_propose.raft_req too small for struct raft_apply");
+
+int mraft__err(int raft_rv)
+{
+    switch (raft_rv) {
+    case 0:
+        return 0;
+    case RAFT_NOTLEADER:
+    case RAFT_LEADERSHIPLOST:
+        return MG_ENOTLEADER;
+    case RAFT_SHUTDOWN:
+    case RAFT_CANCELED:
+        return MG_ESHUTDOWN;
+    case RAFT_NOSPACE:
+        return MG_ENOSPC;
+    case RAFT_NOMEM:
+        return MG_ENOMEM;
+    case RAFT_BUSY:
+    case RAFT_TOOMANY:
+    case RAFT_CANTCHANGE:
+        return MG_EBUSY;
+    case RAFT_CORRUPT:
+    case RAFT_MALFORMED:
+        return MG_ECORRUPT;
+    case RAFT_BADID:
+    case RAFT_DUPLICATEID:
+    case RAFT_DUPLICATEADDRESS:
+    case RAFT_BADROLE:
+    case RAFT_INVALID:
+    case RAFT_NOTFOUND:
+    case RAFT_NAMETOOLONG:
+    case RAFT_TOOBIG:
+    case RAFT_CANTBOOTSTRAP:
+        return MG_EINVALIDARGUMENT;
+    case RAFT_IOERR:
+    case RAFT_NOCONNECTION:
+    case RAFT_UNAUTHORIZED:
+        return MG_EIO;
+    default:
+        return MG_EINTERNAL;
+    }
+}
+
+/* The reverse direction, for owner hook errors handed back to libraft. */
+static int to_raft(int mg_rv)
+{
+    switch (mg_rv) {
+    case MG_EBUSY:
+        return RAFT_BUSY;
+    case MG_ENOSPC:
+        return RAFT_NOSPACE;
+    case MG_ENOMEM:
+        return RAFT_NOMEM;
+    case MG_ECORRUPT:
+        return RAFT_CORRUPT;
+    default:
+        return RAFT_IOERR;
+    }
+}
+
+/* Entry at index in the in-memory log, or NULL. struct raft_log is public in
+ * libraft 0.15's raft.h (it became private in 0.16): a circular buffer whose
+ * first slot, entries[front], holds index offset + 1. */
+const struct raft_entry *mraft__log_get(const struct raft *r, raft_index index)
+{
+    const struct raft_log *l = &r->log;
+    size_t n = l->front <= l->back ? l->back - l->front : l->size - l->front + l->back;
+    if (n == 0 || index <= l->offset || index > l->offset + n)
+        return NULL;
+    size_t pos = (l->front + (size_t)(index - l->offset - 1)) % l->size;
+    return &l->entries[pos];
+}
+
+void mraft__put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+uint64_t mraft__get64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* Descriptor wire format: six little-endian u64: magic, index, term,
+ * durable_index, checkpoint_id, reserved (0). buf->base is from raft_malloc. */
+int mraft__desc_encode(const struct mraft_snapshot_desc *d, struct raft_buffer *buf)
+{
+    assert(d->index > 0);
+    unsigned char *p = raft_malloc(MRAFT__DESC_SIZE);
+    if (p == NULL)
+        return RAFT_NOMEM;
+    mraft__put64(p, MRAFT__DESC_MAGIC);
+    mraft__put64(p + 8, d->index);
+    mraft__put64(p + 16, d->term);
+    mraft__put64(p + 24, d->durable_index);
+    mraft__put64(p + 32, d->checkpoint_id);
+    mraft__put64(p + 40, 0);
+    buf->base = p;
+    buf->len = MRAFT__DESC_SIZE;
+    return 0;
+}
+
+/* Never asserts: the buffer comes from disk or the network. */
+int mraft__desc_decode(const struct raft_buffer *buf, struct mraft_snapshot_desc *d)
+{
+    const unsigned char *p = buf->base;
+    if (buf->len != MRAFT__DESC_SIZE || mraft__get64(p) != MRAFT__DESC_MAGIC)
+        return MG_ECORRUPT;
+    d->index = mraft__get64(p + 8);
+    d->term = mraft__get64(p + 16);
+    d->durable_index = mraft__get64(p + 24);
+    d->checkpoint_id = mraft__get64(p + 32);
+    return 0;
+}
+
+/* ---- FSM adapter ---------------------------------------------------------- */
+
+static int replay(struct mraft_group *g);
+
+/* libraft 0.15 calls fsm->apply(index) while r->last_applied is index - 1
+ * (replicationApply advances last_applied after the call). */
+static int on_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+    struct mraft_group *g = fsm->data;
+    uint64_t index = g->raft->last_applied + 1;
+    *result = NULL;
+    if (g->replay_to > g->applied) {
+        int rv = replay(g); /* the unflushed tail goes first */
+        if (rv != 0)
+            return to_raft(rv);
+    }
+    if (index <= g->applied)
+        return 0; /* the engine's durable state already covers it */
+    int rv = g->owner->apply(g->owner_data, index, buf->base, buf->len, result);
+    if (rv != 0) {
+        mg_log(MG_LOG_ERROR, "event=apply_failed group=%llu index=%llu err=%s",
+               (unsigned long long)g->id, (unsigned long long)index, mg_err_name(rv));
+        return to_raft(rv);
+    }
+    g->applied = index;
+    return 0;
+}
+
+/* libraft 0.15 snapshots at last_applied on its own schedule. The descriptor
+ * records the owner's durable index D, and trailing is raised to X - D so the
+ * log keeps every entry the engine has not flushed (DESIGN.md 6: "log
+ * truncation waits until the engine has flushed everything up to the snapshot
+ * index"). libraft reads r->snapshot.trailing after this hook returns, both for
+ * io->snapshot_put and for the in-memory logSnapshot. */
+static int on_fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+    struct mraft_group *g = fsm->data;
+    struct raft *r = g->raft;
+    struct mraft_snapshot_desc d = {
+        .index = r->snapshot.pending.index,
+        .term = r->snapshot.pending.term,
+        .durable_index = g->owner->durable_index(g->owner_data),
+    };
+    if (d.durable_index > g->applied)
+        d.durable_index = g->applied; /* cannot have flushed what it never saw */
+    if (g->owner->snapshot != NULL) {
+        int rv = g->owner->snapshot(g->owner_data, d.durable_index, &d.checkpoint_id);
+        if (rv != 0)
+            return RAFT_BUSY; /* libraft retries after the next apply */
+    }
+    unsigned trailing = g->tuning.snapshot_trailing;
+    if (d.index > d.durable_index && d.index - d.durable_index > trailing)
+        trailing = (unsigned)(d.index - d.durable_index);
+    raft_set_snapshot_trailing(r, trailing);
+
+    struct raft_buffer *b = raft_malloc(sizeof(*b));
+    if (b == NULL)
+        return RAFT_NOMEM;
+    int rv = mraft__desc_encode(&d, b);
+    if (rv != 0) {
+        raft_free(b);
+        return rv;
+    }
+    *bufs = b;
+    *n_bufs = 1;
+    mg_log(MG_LOG_DEBUG, "event=snapshot group=%llu index=%llu durable=%llu trailing=%u",
+           (unsigned long long)g->id, (unsigned long long)d.index,
+           (unsigned long long)d.durable_index, trailing);
+    return 0;
+}
+
+/* Two cases. During raft_start (g->starting) the descriptor is our own: the
+ * engine reopens its durable state and the tail (applied, index] is replayed
+ * from the log in mraft__group_started. Otherwise it is an InstallSnapshot
+ * from the leader: the owner fetches a checkpoint out of band. On success the
+ * buffer is ours to free (libraft's snapshotRestore transfers it). */
+static int on_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+    struct mraft_group *g = fsm->data;
+    struct mraft_snapshot_desc d;
+    uint64_t applied = 0;
+    int rv = mraft__desc_decode(buf, &d);
+    if (rv != 0)
+        return RAFT_MALFORMED;
+    if (g->starting) {
+        if (g->owner->restore != NULL)
+            rv = g->owner->restore(g->owner_data, &d, &applied);
+        else
+            applied = g->owner->durable_index(g->owner_data);
+        if (rv != 0)
+            return to_raft(rv);
+        g->replay_to = d.index;
+        g->start_desc = d;
+    } else {
+        if (g->owner->install == NULL)
+            return RAFT_BUSY;
+        rv = g->owner->install(g->owner_data, &d, &applied);
+        if (rv == 0 && applied < d.index)
+            rv = MG_EBUSY; /* the checkpoint must cover the snapshot */
+        if (rv != 0) {
+            mg_log(MG_LOG_WARN, "event=install_deferred group=%llu index=%llu err=%s",
+                   (unsigned long long)g->id, (unsigned long long)d.index, mg_err_name(rv));
+            return to_raft(rv);
+        }
+        mg_log(MG_LOG_INFO, "event=installed group=%llu index=%llu applied=%llu",
+               (unsigned long long)g->id, (unsigned long long)d.index,
+               (unsigned long long)applied);
+    }
+    g->applied = applied;
+    raft_free(buf->base);
+    return 0;
+}
+
+void mraft__group_init(struct mraft_group *g, uint64_t id, const struct mraft_owner *owner,
+                       void *owner_data, const struct mraft__tuning *t)
+{
+    assert(owner != NULL && owner->apply != NULL && owner->durable_index != NULL);
+    memset(g, 0, sizeof(*g));
+    g->id = id;
+    g->owner = owner;
+    g->owner_data = owner_data;
+    g->tuning = *t;
+    g->fsm.version = 1;
+    g->fsm.data = g;
+    g->fsm.apply = on_fsm_apply;
+    g->fsm.snapshot = on_fsm_snapshot;
+    g->fsm.restore = on_fsm_restore;
+}
+
+struct raft_fsm *mraft__group_fsm(struct mraft_group *g)
+{
+    return &g->fsm;
+}
+
+void mraft__group_attach(struct mraft_group *g, struct raft *r)
+{
+    g->raft = r;
+    /* Everything at or below the engine's durable index is already applied. */
+    g->applied = g->owner->durable_index(g->owner_data);
+    raft_set_snapshot_threshold(r, g->tuning.snapshot_threshold);
+    raft_set_snapshot_trailing(r, g->tuning.snapshot_trailing);
+}
+
+/* Gap (c), see README.md: libraft 0.15 keeps entries in a follower's
+ * in-memory log after their disk write failed (fixed upstream in 857e17e), so
+ * the follower later acknowledges or builds on entries that are not on disk.
+ * The host interposes on io->append and treats any failed append as fatal for
+ * the process (fail-stop, as etcd does on a WAL write error): on restart the
+ * in-memory log is rebuilt from what the disk really holds. */
+struct wrapped_append {
+    struct raft_io_append mine;  /* handed to the real io */
+    struct raft_io_append *req;  /* libraft's */
+    raft_io_append_cb cb;        /* libraft's */
+    struct mraft_group *g;       /* whose io */
+};
+
+static void on_wrapped_append(struct raft_io_append *mine, int status)
+{
+    struct wrapped_append *w = mine->data;
+    struct mraft_group *g = w->g;
+    struct raft_io_append *req = w->req;
+    raft_io_append_cb cb = w->cb;
+    mg_free(w);
+    if (status != 0 && status != RAFT_CANCELED && !g->closing) {
+        g->n_io_failures++;
+        if (g->io_failure != NULL)
+            g->io_failure(g, status);
+        else {
+            mg_log(MG_LOG_FATAL, "event=append_failed group=%llu raft=%s action=fail_stop",
+                   (unsigned long long)g->id, raft_strerror(status));
+            abort();
+        }
+    }
+    cb(req, status);
+}
+
+static int wrapped_append(struct raft_io *io, struct raft_io_append *req,
+                          const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+    struct raft *r = io->data;
+    struct mraft_group *g = r->fsm->data;
+    struct wrapped_append *w = mg_malloc(sizeof(*w));
+    w->req = req;
+    w->cb = cb;
+    w->g = g;
+    w->mine.data = w;
+    int rv = g->io_append(io, &w->mine, entries, n, on_wrapped_append);
+    if (rv != 0)
+        mg_free(w);
+    return rv;
+}
+
+/* Call after raft_init (which sets io->data to the raft instance). */
+void mraft__group_wrap_io(struct mraft_group *g)
+{
+    assert(g->raft->io->data == g->raft && g->raft->fsm == &g->fsm);
+    g->io_append = g->raft->io->append;
+    g->raft->io->append = wrapped_append;
+}
+
+int mraft__group_start(struct mraft_group *g)
+{
+    g->starting = true;
+    int rv = raft_start(g->raft);
+    g->starting = false;
+    if (rv != 0) {
+        mg_log(MG_LOG_ERROR, "event=start_failed group=%llu raft=\"%s\"",
+               (unsigned long long)g->id, raft_errmsg(g->raft));
+        return mraft__err(rv);
+    }
+    return mraft__group_started(g);
+}
+
+/* Replay (applied, replay_to] from the loaded log: these entries are covered
+ * by the snapshot libraft restored, so libraft will not apply them, but the
+ * engine never flushed them. If the log lacks them (an InstallSnapshot was
+ * persisted but its out-of-band fetch failed before a crash), fall back to the
+ * install hook. Runs at the first apply inside raft_start (libraft 0.15
+ * applies entries above the snapshot there when it is the only voter), or
+ * right after raft_start returns, whichever comes first. */
+static int replay(struct mraft_group *g)
+{
+    struct raft *r = g->raft;
+
+    uint64_t replayed = 0;
+    while (g->applied < g->replay_to) {
+        uint64_t index = g->applied + 1;
+        const struct raft_entry *e = mraft__log_get(r, index);
+        if (e == NULL) {
+            uint64_t applied = 0;
+            int rv = g->owner->install != NULL
+                         ? g->owner->install(g->owner_data, &g->start_desc, &applied)
+                         : MG_EIO;
+            if (rv == 0 && applied < g->replay_to)
+                rv = MG_EIO;
+            if (rv != 0) {
+                mg_log(MG_LOG_ERROR, "event=replay_gap group=%llu index=%llu err=%s",
+                       (unsigned long long)g->id, (unsigned long long)index, mg_err_name(rv));
+                return rv;
+            }
+            g->applied = applied;
+            break;
+        }
+        if (e->type == RAFT_COMMAND) {
+            void *result = NULL;
+            int rv = g->owner->apply(g->owner_data, index, e->buf.base, e->buf.len, &result);
+            if (rv != 0)
+                return rv;
+            replayed++;
+        }
+        g->applied = index;
+    }
+    if (replayed > 0)
+        mg_log(MG_LOG_INFO, "event=replayed group=%llu entries=%llu through=%llu",
+               (unsigned long long)g->id, (unsigned long long)replayed,
+               (unsigned long long)g->applied);
+    g->replay_to = 0;
+    return 0;
+}
+
+int mraft__group_started(struct mraft_group *g)
+{
+    return replay(g);
+}
+
+/* ---- leadership and proposals --------------------------------------------- */
+
+static bool is_ready(const struct mraft_group *g)
+{
+    const struct raft *r = g->raft;
+    return r->state == RAFT_LEADER && r->transfer == NULL && g->ready_term == r->current_term;
+}
+
+static uint64_t leader_hint(struct mraft_group *g)
+{
+    raft_id id = 0;
+    const char *addr = NULL;
+    raft_leader(g->raft, &id, &addr);
+    return id;
+}
+
+static void on_applied(struct raft_apply *ar, int status, void *result)
+{
+    struct mraft_propose *req = ar->data;
+    struct mraft_group *g = req->g;
+    assert(g->n_inflight > 0);
+    g->n_inflight--;
+    int rv = status == 0 ? 0 : g->closing ? MG_ESHUTDOWN : mraft__err(status);
+    req->cb(req, rv, ar->index, rv == 0 ? g->raft->id : leader_hint(g), result);
+}
+
+static int submit(struct mraft_group *g, struct mraft_propose *req)
+{
+    struct raft_apply *ar = (struct raft_apply *)req->raft_req;
+    struct raft_buffer b = {req->buf, req->len};
+    memset(ar, 0, sizeof(*ar));
+    ar->data = req;
+    int rv = raft_apply(g->raft, ar, &b, 1, on_applied);
+    if (rv != 0)
+        return mraft__err(rv);
+    req->buf = NULL; /* owned by libraft now */
+    g->n_inflight++;
+    return 0;
+}
+
+static void fail_propose(struct mraft_propose *req, int status, uint64_t hint)
+{
+    raft_free(req->buf);
+    req->buf = NULL;
+    req->cb(req, status, 0, hint, NULL);
+}
+
+/*
+ * Submit the queued proposals as one wave once the previous wave committed.
+ * Budget: a wave is at most max_pending entries (1024 by default, each a
+ * separate raft_apply so each gets its own index and callback). Waiting for
+ * the wave keeps the leader's last_stored equal to what followers are asked to
+ * match, so libraft 0.15 (which computes commit only at last_stored) commits
+ * the whole wave on the last acknowledgement instead of stalling while
+ * proposals keep arriving.
+ */
+static void flush(struct mraft_group *g)
+{
+    while (g->q_head != NULL && g->n_inflight == 0 && is_ready(g)) {
+        unsigned budget = g->tuning.max_pending;
+        while (g->q_head != NULL && budget-- > 0) {
+            struct mraft_propose *req = g->q_head;
+            g->q_head = req->next;
+            if (g->q_head == NULL)
+                g->q_tail = NULL;
+            g->n_queued--;
+            int rv = submit(g, req);
+            if (rv != 0)
+                fail_propose(req, rv, leader_hint(g));
+        }
+    }
+}
+
+int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const void *buf,
+                        size_t len, mraft_propose_cb cb, uint64_t *hint)
+{
+    assert(req != NULL && cb != NULL);
+    if (g->closing)
+        return MG_ESHUTDOWN;
+    if (len == 0)
+        return MG_EINVALIDARGUMENT;
+    if (g->raft->state != RAFT_LEADER || g->raft->transfer != NULL) {
+        if (hint != NULL)
+            *hint = leader_hint(g);
+        return MG_ENOTLEADER;
+    }
+    if (g->n_queued >= g->tuning.max_pending)
+        return MG_EBUSY;
+    req->cb = cb;
+    req->g = g;
+    req->len = len;
+    req->next = NULL;
+    req->buf = raft_malloc(len);
+    memcpy(req->buf, buf, len);
+    if (g->q_head == NULL && g->n_inflight == 0 && is_ready(g)) {
+        int rv = submit(g, req);
+        if (rv != 0) {
+            raft_free(req->buf);
+            req->buf = NULL;
+        }
+        return rv;
+    }
+    if (g->q_tail != NULL)
+        g->q_tail->next = req;
+    else
+        g->q_head = req;
+    g->q_tail = req;
+    g->n_queued++;
+    return 0;
+}
+
+/* ---- reads ----------------------------------------------------------------- */
+
+static void on_read_barrier(struct raft_barrier *b, int status)
+{
+    struct mraft_group *g = b->data;
+    struct raft *r = g->raft;
+    struct mraft_read *list = g->r_inflight;
+    bool ok = status == 0 && r->state == RAFT_LEADER && r->current_term == g->read_term;
+    int rv = ok ? 0 : g->closing ? MG_ESHUTDOWN : MG_ENOTLEADER;
+    g->r_inflight = NULL;
+    g->read_barrier_busy = false;
+    while (list != NULL) {
+        struct mraft_read *req = list;
+        list = req->next;
+        g->n_reads--;
+        req->cb(req, rv);
+    }
+}
+
+/* Start one barrier for every read queued so far (the batch). */
+static void read_kick(struct mraft_group *g)
+{
+    struct raft *r = g->raft;
+    if (g->read_barrier_busy || g->r_head == NULL || g->closing)
+        return;
+    if (r->state != RAFT_LEADER || r->transfer != NULL)
+        return;
+    memset(&g->read_barrier, 0, sizeof(g->read_barrier));
+    g->read_barrier.data = g;
+    if (raft_barrier(r, &g->read_barrier, on_read_barrier) != 0)
+        return; /* retried by the next tick */
+    g->read_barrier_busy = true;
+    g->read_term = r->current_term;
+    g->r_inflight = g->r_head;
+    g->r_head = g->r_tail = NULL;
+}
+
+int mraft_group_read(struct mraft_group *g, struct mraft_read *req, mraft_read_cb cb,
+                     uint64_t *hint)
+{
+    assert(req != NULL && cb != NULL);
+    if (g->closing)
+        return MG_ESHUTDOWN;
+    if (g->raft->state != RAFT_LEADER || g->raft->transfer != NULL) {
+        if (hint != NULL)
+            *hint = leader_hint(g);
+        return MG_ENOTLEADER;
+    }
+    if (g->n_reads >= MRAFT__MAX_READS)
+        return MG_EBUSY;
+    req->cb = cb;
+    req->next = NULL;
+    if (g->r_tail != NULL)
+        g->r_tail->next = req;
+    else
+        g->r_head = req;
+    g->r_tail = req;
+    g->n_reads++;
+    read_kick(g);
+    return 0;
+}
+
+/* ---- ready barrier and the tick -------------------------------------------- */
+
+static void on_ready_barrier(struct raft_barrier *b, int status)
+{
+    struct mraft_group *g = b->data;
+    struct raft *r = g->raft;
+    raft_term term = g->ready_barrier_term;
+    g->ready_barrier_term = 0;
+    if (status == 0 && r->state == RAFT_LEADER && r->current_term == term) {
+        g->ready_term = term;
+        mg_log(MG_LOG_DEBUG, "event=leader_ready group=%llu term=%llu",
+               (unsigned long long)g->id, (unsigned long long)term);
+        flush(g);
+    }
+}
+
+/* Fail what waits in our own queues (not yet handed to libraft). */
+void mraft__group_fail_queued(struct mraft_group *g, int status)
+{
+    uint64_t hint = status == MG_ENOTLEADER ? leader_hint(g) : 0;
+    while (g->q_head != NULL) {
+        struct mraft_propose *req = g->q_head;
+        g->q_head = req->next;
+        g->n_queued--;
+        fail_propose(req, status, hint);
+    }
+    g->q_tail = NULL;
+    while (g->r_head != NULL) {
+        struct mraft_read *req = g->r_head;
+        g->r_head = req->next;
+        g->n_reads--;
+        req->cb(req, status);
+    }
+    g->r_tail = NULL;
+}
+
+/* libraft 0.15 has no state-change callback: poll. Called every tick_ms by
+ * the host and after every fixture step by the unit tests. */
+void mraft__group_tick(struct mraft_group *g)
+{
+    struct raft *r = g->raft;
+    if (g->closing || r->state == RAFT_UNAVAILABLE)
+        return;
+    if (r->state != RAFT_LEADER) {
+        if (g->q_head != NULL || g->r_head != NULL)
+            mraft__group_fail_queued(g, MG_ENOTLEADER);
+        /* Gap (b), see README.md: libraft 0.15 lets a follower become a
+         * candidate while it installs a snapshot (fixed upstream in 4fbd3c0
+         * by resetting the election timer). Do the same from the tick. */
+        if (r->state == RAFT_FOLLOWER && r->snapshot.put.data != NULL &&
+            !g->tuning.no_install_guard)
+            r->election_timer_start = r->io->time(r->io);
+        return;
+    }
+    if (g->ready_term != r->current_term && g->ready_barrier_term == 0 && r->transfer == NULL) {
+        memset(&g->ready_barrier, 0, sizeof(g->ready_barrier));
+        g->ready_barrier.data = g;
+        if (raft_barrier(r, &g->ready_barrier, on_ready_barrier) == 0)
+            g->ready_barrier_term = r->current_term;
+    }
+    flush(g);
+    read_kick(g);
+}
+
+void mraft__group_closing(struct mraft_group *g)
+{
+    g->closing = true;
+    mraft__group_fail_queued(g, MG_ESHUTDOWN);
+}
+
+/* ---- queries ---------------------------------------------------------------- */
+
+uint64_t mraft_group_id(const struct mraft_group *g)
+{
+    return g->id;
+}
+
+enum mraft_role mraft_group_role(struct mraft_group *g)
+{
+    switch (raft_state(g->raft)) {
+    case RAFT_FOLLOWER:
+        return MRAFT_FOLLOWER;
+    case RAFT_CANDIDATE:
+        return MRAFT_CANDIDATE;
+    case RAFT_LEADER:
+        return MRAFT_LEADER;
+    default:
+        return MRAFT_UNAVAILABLE;
+    }
+}
+
+bool mraft_group_ready(struct mraft_group *g)
+{
+    return !g->closing && is_ready(g);
+}
+
+uint64_t mraft_group_leader(struct mraft_group *g, const char **address)
+{
+    raft_id id = 0;
+    const char *addr = NULL;
+    raft_leader(g->raft, &id, &addr);
+    if (address != NULL)
+        *address = addr;
+    return id;
+}
+
+uint64_t mraft_group_applied(struct mraft_group *g)
+{
+    return g->applied;
+}
+
+struct raft *mraft_group_raft(struct mraft_group *g)
+{
+    return g->raft;
+}
+
+/* ---- membership and transfer ------------------------------------------------- */
+
+static void on_change(struct raft_change *c, int status)
+{
+    struct mraft_group *g = c->data;
+    if (status == 0 && g->change_promote != 0 && !g->closing) {
+        raft_id id = g->change_promote;
+        g->change_promote = 0;
+        status = raft_assign(g->raft, &g->change, id, RAFT_VOTER, on_change);
+        if (status == 0)
+            return;
+    }
+    int rv = status == 0 ? 0 : g->closing ? MG_ESHUTDOWN : mraft__err(status);
+    g->change_busy = false;
+    g->change_promote = 0;
+    g->change_cb(g->change_data, rv);
+}
+
+static int change_begin(struct mraft_group *g, mraft_change_cb cb, void *data)
+{
+    if (g->closing)
+        return MG_ESHUTDOWN;
+    if (g->raft->state != RAFT_LEADER)
+        return MG_ENOTLEADER;
+    if (g->change_busy)
+        return MG_EBUSY;
+    memset(&g->change, 0, sizeof(g->change));
+    g->change.data = g;
+    g->change_cb = cb;
+    g->change_data = data;
+    return 0;
+}
+
+int mraft_group_add_voter(struct mraft_group *g, uint64_t id, const char *address,
+                          mraft_change_cb cb, void *data)
+{
+    int rv = change_begin(g, cb, data);
+    if (rv != 0)
+        return rv;
+    rv = raft_add(g->raft, &g->change, id, address, on_change);
+    if (rv != 0)
+        return mraft__err(rv);
+    g->change_busy = true;
+    g->change_promote = id;
+    return 0;
+}
+
+int mraft_group_remove_voter(struct mraft_group *g, uint64_t id, mraft_change_cb cb, void *data)
+{
+    int rv = change_begin(g, cb, data);
+    if (rv != 0)
+        return rv;
+    rv = raft_remove(g->raft, &g->change, id, on_change);
+    if (rv != 0)
+        return mraft__err(rv);
+    g->change_busy = true;
+    return 0;
+}
+
+static void on_transfer(struct raft_transfer *t)
+{
+    struct mraft_group *g = t->data;
+    g->transfer_busy = false;
+}
+
+int mraft_group_transfer(struct mraft_group *g, uint64_t id)
+{
+    if (g->closing)
+        return MG_ESHUTDOWN;
+    if (g->raft->state != RAFT_LEADER)
+        return MG_ENOTLEADER;
+    if (g->transfer_busy || g->raft->transfer != NULL)
+        return MG_EBUSY;
+    memset(&g->transfer, 0, sizeof(g->transfer));
+    g->transfer.data = g;
+    int rv = raft_transfer(g->raft, &g->transfer, id, on_transfer);
+    if (rv != 0)
+        return mraft__err(rv);
+    g->transfer_busy = true;
+    return 0;
+}

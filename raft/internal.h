@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals of raft/ shared by its files and by tests/unit/raft (compare
+ * h2o's http2_internal.h). A struct mraft_group is one libraft instance plus
+ * the glue that turns it into the contract of raft/raft.h: the FSM adapter
+ * (apply index, skip-already-applied, durable-aware snapshots, descriptor
+ * restore and tail replay), the ready barrier, the proposal queue, the
+ * barrier-batched read gate and membership. The glue works on any struct raft:
+ * the host runs it over libraft's uv I/O, the unit tests over the in-memory
+ * raft_fixture (mraft__group_init / _attach / _started / _tick).
+ */
+#ifndef MG_RAFT_INTERNAL_H
+#define MG_RAFT_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+
+#include "raft/raft.h"
+
+#define MRAFT__DESC_MAGIC 0x3130435344474d4dULL /* "MMGDSC01" little endian */
+#define MRAFT__DESC_SIZE 48                     /* magic + 5 u64 */
+#define MRAFT__MAX_READS 4096                   /* bound on queued reads per group */
+#define MRAFT__ADDR_MAX 64                      /* "a.b.c.d:port" plus slack */
+
+struct mraft__tuning {
+    unsigned snapshot_threshold; /* entries between snapshots */
+    unsigned snapshot_trailing;  /* minimum trailing entries kept */
+    unsigned max_pending;        /* bound on queued proposals */
+    bool no_install_guard;       /* tests only: disable the gap-(b) workaround */
+};
+
+struct mraft__conn;
+struct mraft__net;
+
+/* One group's view of the shared listener: a struct raft_uv_transport whose
+ * connect() writes our preamble and whose listen() registers with the net. */
+struct mraft__transport {
+    struct raft_uv_transport iface;  /* handed to raft_uv_init; iface.data is libraft's */
+    struct mraft__net *net;          /* shared listener */
+    uint64_t group_id;               /* named in every preamble */
+    raft_id id;                      /* this node */
+    char address[MRAFT__ADDR_MAX];   /* this node's address */
+    raft_uv_accept_cb accept_cb;     /* set by listen(); NULL before */
+    struct mraft__conn *connecting;  /* outgoing connects in progress */
+    bool closing;                    /* close() called */
+    raft_uv_transport_close_cb close_cb; /* fired when connecting is empty */
+    uv_timer_t defer;                /* makes close_cb asynchronous */
+    bool defer_open;                 /* defer handle initialized and not closed */
+};
+
+/* The shared listener. lookup maps a group id to its transport (or NULL). */
+struct mraft__net {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    bool listening;
+    struct mraft__incoming *incoming;  /* accepted, preamble not read yet */
+    struct mraft__transport *(*lookup)(struct mraft__net *net, uint64_t group_id);
+    void *data;                        /* the host */
+    void (*closed_cb)(struct mraft__net *net);
+};
+
+struct mraft_group {
+    struct mraft_host *host;            /* NULL when attached to a fixture */
+    struct mraft_group *next;           /* host's list */
+    uint64_t id;                        /* group id */
+    const struct mraft_owner *owner;    /* state machine hooks */
+    void *owner_data;                   /* their argument */
+    struct raft *raft;                  /* &raft_storage or a fixture server's */
+    struct raft raft_storage;           /* used by the host */
+    struct raft_io io;                  /* libraft uv I/O (host only) */
+    bool io_init;                       /* io needs raft_uv_close */
+    struct raft_fsm fsm;                /* adapter, fsm.data = this */
+    struct mraft__transport transport;  /* host only */
+    struct mraft__tuning tuning;        /* knobs */
+    uint64_t applied;                   /* highest index given to/covered by owner */
+    bool starting;                      /* inside raft_start */
+    uint64_t replay_to;                 /* snapshot index restored at start, 0 if none */
+    struct mraft_snapshot_desc start_desc; /* the descriptor restored at start */
+    /* leadership */
+    raft_term ready_term;               /* term whose barrier committed, 0 if none */
+    raft_term ready_barrier_term;       /* term of the in-flight ready barrier, 0 if none */
+    struct raft_barrier ready_barrier;  /* request storage */
+    /* proposals: queue waits for readiness or for the in-flight wave */
+    struct mraft_propose *q_head, *q_tail;
+    unsigned n_queued;
+    unsigned n_inflight;
+    /* reads */
+    struct mraft_read *r_head, *r_tail; /* waiting for the next barrier */
+    unsigned n_reads;
+    struct mraft_read *r_inflight;      /* covered by read_barrier */
+    bool read_barrier_busy;             /* read_barrier submitted */
+    raft_term read_term;                /* term read_barrier was appended in */
+    struct raft_barrier read_barrier;   /* request storage */
+    /* membership and transfer */
+    struct raft_change change;          /* request storage */
+    bool change_busy;                   /* a change is running */
+    uint64_t change_promote;            /* id to promote after the add, 0 if none */
+    mraft_change_cb change_cb;          /* user callback */
+    void *change_data;                  /* its argument */
+    struct raft_transfer transfer;      /* request storage */
+    bool transfer_busy;                 /* a transfer is running */
+    /* disk failure (gap-(c) workaround, core.c) */
+    int (*io_append)(struct raft_io *, struct raft_io_append *, const struct raft_entry[],
+                     unsigned, raft_io_append_cb); /* libraft io's own append */
+    void (*io_failure)(struct mraft_group *g, int status); /* NULL: fail-stop (abort) */
+    unsigned n_io_failures;             /* failed appends seen */
+    /* close */
+    bool closing;                       /* destroy called */
+    bool remove_data;                   /* delete dir after close */
+    mraft_group_close_cb close_cb;      /* user callback */
+    void *close_data;                   /* its argument */
+    char dir[PATH_MAX];                 /* data directory of the group */
+};
+
+/* core.c: the glue (any struct raft) */
+void mraft__group_init(struct mraft_group *g, uint64_t id, const struct mraft_owner *owner,
+                       void *owner_data, const struct mraft__tuning *t);
+struct raft_fsm *mraft__group_fsm(struct mraft_group *g);
+void mraft__group_attach(struct mraft_group *g, struct raft *r);
+void mraft__group_wrap_io(struct mraft_group *g);
+int mraft__group_start(struct mraft_group *g);
+int mraft__group_started(struct mraft_group *g);
+void mraft__group_tick(struct mraft_group *g);
+void mraft__group_closing(struct mraft_group *g);
+void mraft__group_fail_queued(struct mraft_group *g, int status);
+int mraft__err(int raft_rv);
+const struct raft_entry *mraft__log_get(const struct raft *r, raft_index index);
+int mraft__desc_encode(const struct mraft_snapshot_desc *d, struct raft_buffer *buf);
+int mraft__desc_decode(const struct raft_buffer *buf, struct mraft_snapshot_desc *d);
+/* Little-endian u64 at p (wire formats: descriptor, preamble). */
+void mraft__put64(unsigned char *p, uint64_t v);
+uint64_t mraft__get64(const unsigned char *p);
+
+/* transport.c: the multiplexing transport */
+int mraft__net_listen(struct mraft__net *net, uv_loop_t *loop, const char *address);
+void mraft__net_close(struct mraft__net *net, void (*cb)(struct mraft__net *net));
+void mraft__transport_init(struct mraft__transport *t, struct mraft__net *net,
+                           uint64_t group_id);
+int mraft__parse_address(const char *address, struct sockaddr_in *sa);
+
+#endif

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The public header of raft/: a multi-Raft host on libraft 0.15 (DESIGN.md 6
+ * and 12). One host per process owns one libuv loop, ONE listening TCP port
+ * shared by every group (a multiplexing raft_uv_transport whose connection
+ * preamble names the group), and one data directory with a sub-directory per
+ * group ("g<group id>"). A group's owner (later: a meta shard) supplies the
+ * state machine through struct mraft_owner. Everything here runs on the host
+ * loop: every function must be called from the loop thread, and every
+ * callback fires on it. Nothing here is thread-safe.
+ *
+ * The Raft log is the write-ahead log. The owner's engine applies entries
+ * without a WAL of its own and reports, through durable_index(), the highest
+ * index whose effects it has flushed. libraft 0.15 takes snapshots on its own
+ * schedule at last_applied; the host records in the snapshot descriptor the
+ * owner's durable index D at that moment and raises the snapshot's trailing
+ * count to at least (snapshot index - D), so libraft never truncates an entry
+ * the engine has not flushed. After a crash the host replays (D', X] from the
+ * log (D' = the engine's durable index on reopen, X = snapshot index), then
+ * libraft applies the rest as commits arrive. Entries at or below the owner's
+ * applied index are never handed to apply() twice.
+ *
+ * Snapshots are small descriptors (struct mraft_snapshot_desc): libraft 0.15
+ * ships InstallSnapshot as one in-memory buffer, so the engine checkpoint
+ * itself moves out of band. The out-of-band hook is mraft_owner.install(): it
+ * runs on a follower that received a leader's descriptor and must fetch, from
+ * any peer, a checkpoint covering at least desc->index (the source serves a
+ * fresh checkpoint of its applied state; with RocksDB and its WAL off,
+ * CreateCheckpoint flushes the memtable first, so it covers the source's
+ * applied index, which is >= desc->index because the source applied through
+ * its own snapshot).
+ *
+ * Leadership and reads. libraft 0.15 appends no no-op when a leader is elected
+ * and has neither read-index nor leases. A new leader is "ready" only after a
+ * RAFT_BARRIER entry of its own term commits; proposals submitted before that
+ * wait in the group's bounded queue. Reads use a barrier-batched read index,
+ * not a lease: mraft_group_read() queues the read, the host commits one
+ * barrier for every read queued before it was appended, and the read callback
+ * fires with status 0 only when that barrier has been applied while this node
+ * is still leader of the same term. A barrier commits only with a majority of
+ * the current term, so a deposed or partitioned leader never confirms a read
+ * (it fails with MG_ENOTLEADER once libraft steps it down) and never acks a
+ * write (acks fire only when the entry is applied after commit). No clock
+ * assumption is involved.
+ *
+ * Errors: functions return 0 or an enum mg_err code; RAFT_* codes never leave
+ * this module. A function that takes a callback and returns nonzero never runs
+ * the callback; if it returns 0 the callback runs exactly once (STYLE.md 3).
+ */
+#ifndef MG_RAFT_RAFT_H
+#define MG_RAFT_RAFT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+struct mraft_host;
+struct mraft_group;
+
+/* Snapshot descriptor: what libraft stores and ships instead of data. */
+struct mraft_snapshot_desc {
+    uint64_t index;          /* last Raft index the snapshot stands for */
+    uint64_t term;           /* term of that index */
+    uint64_t durable_index;  /* owner's durable index when it was taken (<= index) */
+    uint64_t checkpoint_id;  /* owner-chosen name of the checkpoint covering durable_index */
+};
+
+/* Roles reported by mraft_group_role(). */
+enum mraft_role {
+    MRAFT_UNAVAILABLE,
+    MRAFT_FOLLOWER,
+    MRAFT_CANDIDATE,
+    MRAFT_LEADER,
+};
+
+/*
+ * The state machine of one group, supplied by its owner. All hooks run on the
+ * host loop with the owner's data pointer. Hooks return 0 or an mg_err code.
+ */
+struct mraft_owner {
+    /* Apply the committed command at index (strictly increasing; never an index
+     * the owner already applied). (buf, len) is borrowed for the call only.
+     * *result (initially NULL) is passed to the proposer's callback on the
+     * leader that proposed it. A nonzero return stops applying; libraft retries
+     * the same entry later. */
+    int (*apply)(void *data, uint64_t index, const void *buf, size_t len, void **result);
+    /* Highest index whose effects are flushed to durable storage. Monotonic,
+     * also across restarts. */
+    uint64_t (*durable_index)(void *data);
+    /* Name a checkpoint that covers durable_index (e.g. the id of the engine's
+     * last flush or a RocksDB checkpoint). May be NULL: the id is then 0. */
+    int (*snapshot)(void *data, uint64_t durable_index, uint64_t *checkpoint_id);
+    /* Reopen after restart from a descriptor found on disk. Report in
+     * *applied_index the index the engine's own durable state covers; the host
+     * replays the log after it. May be NULL: then durable_index() is used. */
+    int (*restore)(void *data, const struct mraft_snapshot_desc *desc, uint64_t *applied_index);
+    /* Out-of-band install (see the file comment): replace the engine's state
+     * of this group with a checkpoint covering at least desc->index fetched
+     * from a peer, and report the index it covers in *applied_index. Return
+     * MG_EBUSY if no peer can serve it yet: libraft then rejects the snapshot
+     * and the leader retries after the install-snapshot timeout. */
+    int (*install)(void *data, const struct mraft_snapshot_desc *desc, uint64_t *applied_index);
+};
+
+/* One voter: node id (>0, the same id in every group on that node) and its
+ * host address "a.b.c.d:port". */
+struct mraft_voter {
+    uint64_t id;         /* node id */
+    const char *address; /* host listen address, copied */
+};
+
+struct mraft_host_config {
+    uint64_t node_id;                /* this node's id, > 0 */
+    const char *address;             /* "a.b.c.d:port" to listen on and advertise */
+    const char *data_dir;            /* existing directory; one sub-dir per group */
+    size_t segment_size_bytes;       /* 0: 512 KiB (libraft's default is 8 MiB) */
+    unsigned election_timeout_ms;    /* 0: 1000 */
+    unsigned heartbeat_timeout_ms;   /* 0: 100 */
+    unsigned install_timeout_ms;     /* 0: 2000 (libraft: 30000) */
+    unsigned snapshot_threshold;     /* 0: 1024 entries between snapshots */
+    unsigned snapshot_trailing;      /* 0: 128 entries kept (raised to keep undurable ones) */
+    unsigned tick_ms;                /* 0: 25; leader/ready polling period */
+    unsigned balance_interval_ms;    /* 0: off; leader balancing period */
+    unsigned max_pending;            /* 0: 1024; bound on queued proposals per group */
+};
+
+typedef void (*mraft_host_close_cb)(struct mraft_host *h, void *data);
+
+/*
+ * Create a host on loop: bind and listen on cfg->address, ignore SIGPIPE,
+ * install libraft's abort-on-OOM heap (raft_heap_set, STYLE.md 4). Strings in
+ * cfg are copied. On success *out owns the host until mraft_host_destroy.
+ * Errors: MG_ECONFIG (bad address, node id 0, missing data dir),
+ * MG_EIO (bind/listen failed, e.g. port in use).
+ */
+int mraft_host_create(uv_loop_t *loop, const struct mraft_host_config *cfg,
+                      struct mraft_host **out);
+
+/*
+ * Close every group (pending proposals and reads fail with MG_ESHUTDOWN), the
+ * listener and the timers; cb fires once everything is released, after which
+ * h is freed. Never fails. Calling any other function on h afterwards is a
+ * programmer error.
+ */
+void mraft_host_destroy(struct mraft_host *h, mraft_host_close_cb cb, void *data);
+
+/* Number of open groups and, in *led, how many of them this node leads (ready). */
+unsigned mraft_host_n_groups(struct mraft_host *h, unsigned *led);
+
+/* Run one leader-balancing round now (the periodic timer calls it too):
+ * while this node leads more than ceil(groups / nodes) ready groups, transfer
+ * leadership of the excess (at most 8 per round) with raft_transfer to the
+ * caught-up voter that leads the fewest. Returns how many transfers started. */
+unsigned mraft_host_balance(struct mraft_host *h);
+
+struct mraft_group_config {
+    uint64_t group_id;                 /* > 0, unique per host */
+    const struct mraft_voter *voters;  /* initial voter set; copied */
+    unsigned n_voters;                 /* 0: join an existing group (no bootstrap) */
+    const struct mraft_owner *owner;   /* borrowed; must outlive the group */
+    void *owner_data;                  /* passed to every owner hook */
+};
+
+/*
+ * Open group cfg->group_id under the host's data dir, creating "g<id>" if
+ * needed. A new group with voters is bootstrapped with that voter set (every
+ * initial voter must be created with the same set); an existing group keeps
+ * its persisted configuration. Replays the log tail the owner has not
+ * flushed before returning. *out is owned by the host until
+ * mraft_group_destroy or mraft_host_destroy.
+ * Errors: MG_EINVALIDARGUMENT (id 0 or already open), MG_EIO/MG_ENOSPC (disk),
+ * MG_ECORRUPT (unreadable log), or an owner hook's error.
+ */
+int mraft_group_create(struct mraft_host *h, const struct mraft_group_config *cfg,
+                       struct mraft_group **out);
+
+typedef void (*mraft_group_close_cb)(struct mraft_group *g, void *data);
+
+/*
+ * Close the group; pending proposals and reads fail with MG_ESHUTDOWN. If
+ * remove_data, its directory is deleted once closed (use after removing this
+ * node from the group's configuration). cb (may be NULL) fires when closed;
+ * g is freed right after cb returns.
+ */
+void mraft_group_destroy(struct mraft_group *g, bool remove_data, mraft_group_close_cb cb,
+                         void *data);
+
+uint64_t mraft_group_id(const struct mraft_group *g);
+enum mraft_role mraft_group_role(struct mraft_group *g);
+/* True when this node is leader and a barrier of its current term committed. */
+bool mraft_group_ready(struct mraft_group *g);
+/* Known leader id (0 if none) and its address (borrowed, may be NULL). */
+uint64_t mraft_group_leader(struct mraft_group *g, const char **address);
+/* Highest index handed to the owner's apply (or covered by its restore). */
+uint64_t mraft_group_applied(struct mraft_group *g);
+/* The raw libraft instance, for tests and diagnostics only. */
+struct raft *mraft_group_raft(struct mraft_group *g);
+
+struct mraft_propose;
+/*
+ * Proposal outcome: status 0 means the entry was committed and applied at
+ * index, and result is what the owner's apply returned. Nonzero status:
+ * MG_ENOTLEADER (leader_hint = known leader id or 0; if leadership was lost
+ * after the entry was appended the outcome is unknown, so retries must carry
+ * a request id, DESIGN.md 6), MG_ESHUTDOWN, MG_EIO, MG_ENOSPC.
+ */
+typedef void (*mraft_propose_cb)(struct mraft_propose *req, int status, uint64_t index,
+                                 uint64_t leader_hint, void *result);
+
+/* A proposal, owned by the caller until its callback fires. */
+struct mraft_propose {
+    void *data;                   /* caller's */
+    /* private */
+    mraft_propose_cb cb;
+    struct mraft_group *g;
+    void *buf;                    /* raft_malloc'd copy of the payload */
+    size_t len;
+    struct mraft_propose *next;   /* queue link */
+    uint64_t raft_req[16];        /* storage for struct raft_apply */
+};
+
+/*
+ * Propose (buf, len) as one log entry. The payload is copied (into memory from
+ * raft_malloc, handed to libraft), so the caller keeps buf. If this node is
+ * leader but not ready yet, or proposals are in flight, the request waits in
+ * the group's queue (bounded by max_pending): in-flight proposals are
+ * submitted in waves, each wave only after the previous one committed, which
+ * also sidesteps libraft 0.15 computing commit only at the leader's
+ * last_stored (README.md "gaps").
+ * Errors (callback not run): MG_ENOTLEADER (*leader_hint set when non-NULL),
+ * MG_EBUSY (queue full), MG_ESHUTDOWN, MG_EINVALIDARGUMENT (len 0).
+ */
+int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const void *buf,
+                        size_t len, mraft_propose_cb cb, uint64_t *leader_hint);
+
+struct mraft_read;
+/* Read permission: status 0 means the owner's applied state now reflects every
+ * write acknowledged before mraft_group_read was called; serve the read
+ * synchronously inside the callback. Else MG_ENOTLEADER / MG_ESHUTDOWN. */
+typedef void (*mraft_read_cb)(struct mraft_read *req, int status);
+struct mraft_read {
+    void *data;              /* caller's */
+    /* private */
+    mraft_read_cb cb;
+    struct mraft_read *next;
+};
+
+/*
+ * Linearizable read gate (barrier-batched read index, see file comment).
+ * Errors (callback not run): MG_ENOTLEADER (*leader_hint set when non-NULL),
+ * MG_EBUSY (too many queued reads), MG_ESHUTDOWN.
+ */
+int mraft_group_read(struct mraft_group *g, struct mraft_read *req, mraft_read_cb cb,
+                     uint64_t *leader_hint);
+
+typedef void (*mraft_change_cb)(void *data, int status);
+
+/*
+ * Membership: add_voter adds id as a spare and promotes it to voter once the
+ * first change committed (the joining node creates the group with
+ * n_voters = 0 first); remove_voter removes it. Leader only; one change at a
+ * time. cb gets 0, MG_ENOTLEADER, MG_EBUSY (change in progress),
+ * MG_EINVALIDARGUMENT (bad id) or MG_ESHUTDOWN.
+ * Errors (callback not run): as for cb.
+ */
+int mraft_group_add_voter(struct mraft_group *g, uint64_t id, const char *address,
+                          mraft_change_cb cb, void *data);
+int mraft_group_remove_voter(struct mraft_group *g, uint64_t id, mraft_change_cb cb,
+                             void *data);
+
+/*
+ * Ask libraft to hand leadership to voter id (0: any up-to-date voter).
+ * Completion is observed through mraft_group_leader(). Errors: MG_ENOTLEADER,
+ * MG_EBUSY (a transfer is running), MG_EINVALIDARGUMENT (not a voter).
+ */
+int mraft_group_transfer(struct mraft_group *g, uint64_t id);
+
+#endif

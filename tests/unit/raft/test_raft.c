@@ -1,0 +1,970 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests of raft/ (issue 4, "done when" 1 and 4). Most run the group glue
+ * (raft/internal.h) over libraft's deterministic in-memory raft_fixture,
+ * partitioning with raft_fixture_saturate (DESIGN.md 12); the crash-replay
+ * and multiplexing tests run real hosts (libraft uv I/O, our shared-port
+ * transport) on one loop in a temporary directory. The "toy" owner is a tiny
+ * engine: an array of (index, request id, value) with a manual flush point.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <raft/fixture.h>
+
+#include "common/common.h"
+#include "raft/internal.h"
+#include "raft/raft.h"
+
+/* ---- the toy engine ---------------------------------------------------------- */
+
+#define TOY_MAX 1024
+
+struct toy {
+    uint64_t index[TOY_MAX]; /* raft index of each applied command */
+    uint64_t req[TOY_MAX];   /* its request id */
+    uint64_t val[TOY_MAX];   /* its value */
+    unsigned n;              /* commands applied */
+    uint64_t last;           /* last applied index */
+    uint64_t durable;        /* flush point */
+    bool auto_flush;         /* durable follows last */
+    unsigned installs;       /* install hook calls */
+    unsigned restores;       /* restore hook calls */
+    struct toy *source;      /* out-of-band peer for install */
+};
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static int toy_find(const struct toy *t, uint64_t req)
+{
+    for (unsigned i = 0; i < t->n; i++)
+        if (t->req[i] == req)
+            return (int)i;
+    return -1;
+}
+
+static int toy_apply(void *data, uint64_t index, const void *buf, size_t len, void **result)
+{
+    struct toy *t = data;
+    assert_true(index > t->last); /* never twice, never backwards */
+    assert_int_equal(len, 16);
+    uint64_t req = get64(buf), val = get64((const unsigned char *)buf + 8);
+    int k = req != 0 ? toy_find(t, req) : -1;
+    if (k >= 0) {
+        *result = &t->index[k]; /* duplicate: first result */
+    } else {
+        assert_true(t->n < TOY_MAX);
+        t->index[t->n] = index;
+        t->req[t->n] = req;
+        t->val[t->n] = val;
+        t->n++;
+    }
+    t->last = index;
+    if (t->auto_flush)
+        t->durable = index;
+    return 0;
+}
+
+static uint64_t toy_durable(void *data)
+{
+    struct toy *t = data;
+    return t->durable;
+}
+
+static int toy_snapshot(void *data, uint64_t durable, uint64_t *ckpt)
+{
+    *ckpt = durable;
+    return 0;
+}
+
+static int toy_restore(void *data, const struct mraft_snapshot_desc *d, uint64_t *applied)
+{
+    struct toy *t = data;
+    t->restores++;
+    assert_true(t->durable >= d->durable_index);
+    *applied = t->durable;
+    return 0;
+}
+
+static int toy_install(void *data, const struct mraft_snapshot_desc *d, uint64_t *applied)
+{
+    struct toy *t = data;
+    const struct toy *src = t->source;
+    if (src == NULL || src->last < d->index)
+        return MG_EBUSY;
+    struct toy *keep = t->source;
+    unsigned installs = t->installs;
+    *t = *src;
+    t->source = keep;
+    t->installs = installs + 1;
+    t->auto_flush = true;
+    t->durable = t->last;
+    *applied = t->last;
+    return 0;
+}
+
+static const struct mraft_owner toy_owner = {
+    .apply = toy_apply,
+    .durable_index = toy_durable,
+    .snapshot = toy_snapshot,
+    .restore = toy_restore,
+    .install = toy_install,
+};
+
+static void toy_assert_same(const struct toy *a, const struct toy *b)
+{
+    assert_int_equal(a->n, b->n);
+    for (unsigned i = 0; i < a->n; i++) {
+        assert_int_equal(a->index[i], b->index[i]);
+        assert_int_equal(a->req[i], b->req[i]);
+        assert_int_equal(a->val[i], b->val[i]);
+    }
+}
+
+static bool toy_has_val(const struct toy *t, uint64_t val)
+{
+    for (unsigned i = 0; i < t->n; i++)
+        if (t->val[i] == val)
+            return true;
+    return false;
+}
+
+/* ---- proposals and reads --------------------------------------------------------- */
+
+struct pr {
+    struct mraft_propose req;
+    bool done;
+    int status;
+    uint64_t index;
+    uint64_t hint;
+    void *result;
+};
+
+static void on_prop(struct mraft_propose *req, int status, uint64_t index, uint64_t hint,
+                    void *result)
+{
+    struct pr *p = req->data;
+    assert_false(p->done);
+    p->done = true;
+    p->status = status;
+    p->index = index;
+    p->hint = hint;
+    p->result = result;
+}
+
+static int propose(struct mraft_group *g, struct pr *p, uint64_t req, uint64_t val)
+{
+    unsigned char buf[16];
+    memset(p, 0, sizeof(*p));
+    p->req.data = p;
+    put64(buf, req);
+    put64(buf + 8, val);
+    return mraft_group_propose(g, &p->req, buf, sizeof(buf), on_prop, &p->hint);
+}
+
+struct rd {
+    struct mraft_read req;
+    bool done;
+    int status;
+};
+
+static void on_read(struct mraft_read *req, int status)
+{
+    struct rd *r = req->data;
+    assert_false(r->done);
+    r->done = true;
+    r->status = status;
+}
+
+static int read_gate(struct mraft_group *g, struct rd *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->req.data = r;
+    return mraft_group_read(g, &r->req, on_read, NULL);
+}
+
+/* ---- fixture cluster ----------------------------------------------------------- */
+
+struct cluster {
+    struct raft_fixture f;
+    struct toy toy[3];
+    struct mraft_group g[3];
+    unsigned n;
+    bool watch_install;     /* record candidacy while installing (gap b) */
+    bool candidate_installing;
+};
+
+static struct cluster *C;
+
+static void on_step(struct raft_fixture *f, struct raft_fixture_event *ev)
+{
+    for (unsigned i = 0; i < C->n; i++) {
+        if (!raft_fixture_alive(f, i))
+            continue;
+        mraft__group_tick(&C->g[i]);
+        struct raft *r = raft_fixture_get(f, i);
+        if (C->watch_install && r->state == RAFT_CANDIDATE && r->snapshot.put.data != NULL)
+            C->candidate_installing = true;
+    }
+}
+
+static void cluster_setup(unsigned n, unsigned threshold, unsigned trailing, bool flush)
+{
+    struct raft_configuration conf;
+    struct mraft__tuning t = {.snapshot_threshold = threshold,
+                              .snapshot_trailing = trailing,
+                              .max_pending = 64};
+    C = mg_calloc(1, sizeof(*C));
+    C->n = n;
+    assert_int_equal(raft_fixture_initialize(&C->f), 0);
+    for (unsigned i = 0; i < n; i++) {
+        C->toy[i].auto_flush = flush;
+        mraft__group_init(&C->g[i], 1, &toy_owner, &C->toy[i], &t);
+        assert_int_equal(raft_fixture_grow(&C->f, mraft__group_fsm(&C->g[i])), 0);
+        mraft__group_attach(&C->g[i], raft_fixture_get(&C->f, i));
+        mraft__group_wrap_io(&C->g[i]);
+    }
+    assert_int_equal(raft_fixture_configuration(&C->f, n, &conf), 0);
+    assert_int_equal(raft_fixture_bootstrap(&C->f, &conf), 0);
+    raft_configuration_close(&conf);
+    assert_int_equal(raft_fixture_start(&C->f), 0);
+    for (unsigned i = 0; i < n; i++)
+        raft_set_pre_vote(raft_fixture_get(&C->f, i), true); /* as the host does */
+    raft_fixture_hook(&C->f, on_step);
+}
+
+static void cluster_teardown(void)
+{
+    for (unsigned i = 0; i < C->n; i++)
+        mraft__group_closing(&C->g[i]);
+    raft_fixture_close(&C->f);
+    mg_free(C);
+    C = NULL;
+}
+
+static bool until_ready(struct raft_fixture *f, void *arg)
+{
+    return mraft_group_ready(arg);
+}
+
+static bool until_done(struct raft_fixture *f, void *arg)
+{
+    return ((struct pr *)arg)->done;
+}
+
+static bool until_read_done(struct raft_fixture *f, void *arg)
+{
+    return ((struct rd *)arg)->done;
+}
+
+static void elect_ready(unsigned i)
+{
+    raft_fixture_elect(&C->f, i);
+    assert_true(raft_fixture_step_until(&C->f, until_ready, &C->g[i], 3000));
+}
+
+/* Propose and step until acknowledged; returns the status. */
+static int propose_wait(unsigned i, uint64_t req, uint64_t val, uint64_t *index)
+{
+    struct pr p;
+    int rv = propose(&C->g[i], &p, req, val);
+    if (rv != 0)
+        return rv;
+    assert_true(raft_fixture_step_until(&C->f, until_done, &p, 5000));
+    if (index != NULL)
+        *index = p.index;
+    return p.status;
+}
+
+static int other_leader(void)
+{
+    for (unsigned i = 1; i < C->n; i++)
+        if (raft_fixture_alive(&C->f, i) && mraft_group_ready(&C->g[i]))
+            return (int)i;
+    return -1;
+}
+
+static bool until_other_leader(struct raft_fixture *f, void *arg)
+{
+    return other_leader() >= 0;
+}
+
+/* ---- done-when 1 ----------------------------------------------------------------- */
+
+/* A new leader is ready only once a barrier of its own term committed. */
+static void test_election_barrier(void **state)
+{
+    cluster_setup(3, 1024, 128, true);
+    elect_ready(0);
+    struct raft *r0 = raft_fixture_get(&C->f, 0);
+    const struct raft_entry *e = mraft__log_get(r0, 2);
+    assert_non_null(e);
+    assert_int_equal(e->type, RAFT_BARRIER);
+    assert_int_equal(e->term, r0->current_term);
+    assert_true(r0->commit_index >= 2);
+    assert_int_equal(mraft_group_role(&C->g[0]), MRAFT_LEADER);
+    assert_false(mraft_group_ready(&C->g[1]));
+
+    uint64_t index = 0;
+    assert_int_equal(propose_wait(0, 1, 42, &index), 0);
+    assert_int_equal(index, 3);
+    assert_true(raft_fixture_step_until_applied(&C->f, 3, 3, 2000));
+    for (unsigned i = 0; i < 3; i++) {
+        assert_int_equal(C->toy[i].n, 1);
+        assert_int_equal(C->toy[i].index[0], 3);
+        assert_int_equal(C->toy[i].val[0], 42);
+    }
+
+    struct rd r;
+    assert_int_equal(read_gate(&C->g[0], &r), 0);
+    assert_true(raft_fixture_step_until(&C->f, until_read_done, &r, 2000));
+    assert_int_equal(r.status, 0);
+
+    struct pr p;
+    assert_int_equal(propose(&C->g[1], &p, 2, 43), MG_ENOTLEADER);
+    assert_int_equal(p.hint, 1);
+    assert_int_equal(read_gate(&C->g[2], &r), MG_ENOTLEADER);
+    cluster_teardown();
+}
+
+/* A leader cut off from both followers acks neither the write nor the read,
+ * and its entry never reaches any state machine. */
+static void test_partitioned_leader(void **state)
+{
+    cluster_setup(3, 1024, 128, true);
+    elect_ready(0);
+    for (unsigned i = 1; i < 3; i++) {
+        raft_fixture_saturate(&C->f, 0, i);
+        raft_fixture_saturate(&C->f, i, 0);
+    }
+    struct pr p;
+    struct rd r;
+    assert_int_equal(propose(&C->g[0], &p, 7, 99), 0);
+    assert_int_equal(read_gate(&C->g[0], &r), 0);
+    assert_true(raft_fixture_step_until(&C->f, until_other_leader, NULL, 10000));
+    assert_true(raft_fixture_step_until(&C->f, until_done, &p, 10000));
+    assert_true(raft_fixture_step_until(&C->f, until_read_done, &r, 10000));
+    assert_int_equal(p.status, MG_ENOTLEADER);
+    assert_int_equal(r.status, MG_ENOTLEADER);
+    assert_false(mraft_group_ready(&C->g[0]));
+
+    for (unsigned i = 1; i < 3; i++) {
+        raft_fixture_desaturate(&C->f, 0, i);
+        raft_fixture_desaturate(&C->f, i, 0);
+    }
+    int l = other_leader();
+    assert_true(l > 0);
+    uint64_t index;
+    assert_int_equal(propose_wait((unsigned)l, 8, 100, &index), 0);
+    assert_true(raft_fixture_step_until_applied(&C->f, 3, index, 5000));
+    for (unsigned i = 0; i < 3; i++) {
+        assert_false(toy_has_val(&C->toy[i], 99));
+        assert_true(toy_has_val(&C->toy[i], 100));
+    }
+    toy_assert_same(&C->toy[0], &C->toy[1]);
+    toy_assert_same(&C->toy[1], &C->toy[2]);
+    cluster_teardown();
+}
+
+/* The leader loses leadership after replicating but before committing: the
+ * proposer sees MG_ENOTLEADER (outcome unknown), retries on the new leader with
+ * the same request id, and the owner's dedup returns the first result. */
+static void test_retried_proposal(void **state)
+{
+    cluster_setup(3, 1024, 128, true);
+    elect_ready(0);
+    raft_fixture_saturate(&C->f, 1, 0);
+    raft_fixture_saturate(&C->f, 2, 0);
+    struct pr p1;
+    assert_int_equal(propose(&C->g[0], &p1, 5, 55), 0);
+    raft_index idx = raft_last_index(raft_fixture_get(&C->f, 0));
+    assert_true(raft_fixture_step_until_delivered(&C->f, 0, 1, 1000));
+    assert_true(raft_fixture_step_until_delivered(&C->f, 0, 2, 1000));
+    assert_true(raft_fixture_step_until(&C->f, until_done, &p1, 10000));
+    assert_int_equal(p1.status, MG_ENOTLEADER);
+    assert_true(raft_fixture_step_until(&C->f, until_other_leader, NULL, 10000));
+    raft_fixture_desaturate(&C->f, 1, 0);
+    raft_fixture_desaturate(&C->f, 2, 0);
+
+    int l = other_leader();
+    struct pr p2;
+    assert_int_equal(propose(&C->g[l], &p2, 5, 55), 0);
+    assert_true(raft_fixture_step_until(&C->f, until_done, &p2, 5000));
+    assert_int_equal(p2.status, 0);
+    assert_non_null(p2.result); /* deduplicated */
+    assert_int_equal(*(uint64_t *)p2.result, idx);
+    assert_true(raft_fixture_step_until_applied(&C->f, 3, p2.index, 5000));
+    for (unsigned i = 0; i < 3; i++) {
+        assert_int_equal(C->toy[i].n, 1);
+        assert_int_equal(C->toy[i].index[0], idx);
+    }
+    cluster_teardown();
+}
+
+/* A follower far behind gets the leader's descriptor (not data) and fetches
+ * the state out of band through the install hook. */
+static void test_snapshot_install(void **state)
+{
+    cluster_setup(3, 4, 2, true);
+    elect_ready(0);
+    C->toy[2].source = &C->toy[0];
+    raft_fixture_saturate(&C->f, 0, 2);
+    raft_fixture_saturate(&C->f, 2, 0);
+    for (uint64_t k = 1; k <= 12; k++)
+        assert_int_equal(propose_wait(0, k, 100 + k, NULL), 0);
+    struct raft *r0 = raft_fixture_get(&C->f, 0);
+    assert_true(r0->log.snapshot.last_index >= 8);
+    assert_null(mraft__log_get(r0, 3));
+    raft_fixture_desaturate(&C->f, 0, 2);
+    raft_fixture_desaturate(&C->f, 2, 0);
+    assert_true(raft_fixture_step_until_applied(&C->f, 2, raft_last_index(r0), 10000));
+    assert_true(C->toy[2].installs >= 1);
+    assert_true(raft_fixture_n_recv(&C->f, 2, RAFT_IO_INSTALL_SNAPSHOT) >= 1);
+    toy_assert_same(&C->toy[2], &C->toy[0]);
+
+    /* The descriptor round-trips and rejects garbage. */
+    struct mraft_snapshot_desc d = {.index = 9, .term = 2, .durable_index = 7,
+                                    .checkpoint_id = 7}, d2;
+    struct raft_buffer b;
+    assert_int_equal(mraft__desc_encode(&d, &b), 0);
+    assert_int_equal(mraft__desc_decode(&b, &d2), 0);
+    assert_memory_equal(&d, &d2, sizeof(d));
+    ((unsigned char *)b.base)[0] ^= 1;
+    assert_int_equal(mraft__desc_decode(&b, &d2), MG_ECORRUPT);
+    raft_free(b.base);
+    cluster_teardown();
+}
+
+/* Snapshots never let libraft drop entries above the owner's durable index. */
+static void test_snapshot_keeps_undurable(void **state)
+{
+    cluster_setup(3, 4, 1, false);
+    elect_ready(0);
+    uint64_t first;
+    assert_int_equal(propose_wait(0, 1, 1, &first), 0);
+    assert_true(raft_fixture_step_until_applied(&C->f, 3, first, 2000));
+    for (unsigned i = 0; i < 3; i++)
+        C->toy[i].durable = first; /* flush */
+    uint64_t last = first;
+    for (uint64_t k = 2; k <= 10; k++)
+        assert_int_equal(propose_wait(0, k, k, &last), 0);
+    assert_true(raft_fixture_step_until_applied(&C->f, 3, last, 2000));
+    for (unsigned i = 0; i < 3; i++) {
+        struct raft *r = raft_fixture_get(&C->f, i);
+        assert_true(r->log.snapshot.last_index >= 8);
+        for (uint64_t x = first + 1; x <= last; x++)
+            assert_non_null(mraft__log_get(r, x));
+        C->toy[i].durable = last; /* flush everything */
+    }
+    for (uint64_t k = 11; k <= 20; k++)
+        assert_int_equal(propose_wait(0, k, k, &last), 0);
+    struct raft *r0 = raft_fixture_get(&C->f, 0);
+    assert_true(r0->log.snapshot.last_index > first + 10);
+    assert_null(mraft__log_get(r0, first + 1)); /* durable now: truncated */
+    cluster_teardown();
+}
+
+/* ---- real hosts on one loop ------------------------------------------------------ */
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static bool run_until(uv_loop_t *loop, bool (*pred)(void *), void *arg, unsigned ms)
+{
+    uint64_t end = uv_now(loop) + ms;
+    while (!pred(arg)) {
+        if (uv_now(loop) > end)
+            return false;
+        uv_run(loop, UV_RUN_ONCE);
+    }
+    return true;
+}
+
+static bool pred_ready(void *arg)
+{
+    return mraft_group_ready(arg);
+}
+
+static bool pred_done(void *arg)
+{
+    return ((struct pr *)arg)->done;
+}
+
+static bool pred_flag(void *arg)
+{
+    return *(bool *)arg;
+}
+
+static void on_host_closed(struct mraft_host *h, void *data)
+{
+    *(bool *)data = true;
+}
+
+static void host_destroy_sync(uv_loop_t *loop, struct mraft_host *h)
+{
+    bool closed = false;
+    mraft_host_destroy(h, on_host_closed, &closed);
+    assert_true(run_until(loop, pred_flag, &closed, 5000));
+}
+
+static void rm_rf(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+struct toy_replay_state {
+    struct toy *t;
+    uint64_t last;
+};
+
+static bool pred_toy_last(void *arg)
+{
+    struct toy_replay_state *s = arg;
+    return s->t->last >= s->last;
+}
+
+/* Crash simulation on the real log: the engine loses everything it did not
+ * flush; reopening replays (durable, snapshot] from the log and libraft applies
+ * the rest, each entry exactly once and at its original index. */
+static void test_crash_replay(void **state)
+{
+    char dir[] = "/tmp/mraft-unit-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char addr[32];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct mraft_host_config hc = {.node_id = 1, .address = addr, .data_dir = dir,
+                                   .snapshot_threshold = 8, .snapshot_trailing = 2,
+                                   .tick_ms = 5};
+    struct mraft_voter v = {1, addr};
+    struct toy *a = mg_calloc(1, sizeof(*a)), *b = mg_calloc(1, sizeof(*b));
+    struct mraft_group_config gc = {.group_id = 7, .voters = &v, .n_voters = 1,
+                                    .owner = &toy_owner, .owner_data = a};
+    struct mraft_host *h;
+    struct mraft_group *g;
+    assert_int_equal(mraft_host_create(&loop, &hc, &h), 0);
+    assert_int_equal(mraft_group_create(h, &gc, &g), 0);
+    assert_true(run_until(&loop, pred_ready, g, 5000));
+    struct pr p;
+    struct raft *r = mraft_group_raft(g);
+    for (uint64_t k = 1; k <= 24 || (r->log.snapshot.last_index < 16 && k <= 200); k++) {
+        assert_int_equal(propose(g, &p, k, 1000 + k), 0);
+        assert_true(run_until(&loop, pred_done, &p, 5000));
+        assert_int_equal(p.status, 0);
+        if (k == 4)
+            a->durable = a->last; /* the engine flushed through here */
+    }
+    uint64_t durable = a->durable;
+    uint64_t snap = r->log.snapshot.last_index;
+    assert_true(snap >= 16);
+    assert_true(snap > durable + 8);
+    host_destroy_sync(&loop, h);
+
+    /* The engine's durable state survives, nothing else does. */
+    for (unsigned i = 0; i < a->n && a->index[i] <= durable; i++) {
+        b->index[i] = a->index[i];
+        b->req[i] = a->req[i];
+        b->val[i] = a->val[i];
+        b->n++;
+    }
+    b->last = b->durable = durable;
+    gc.owner_data = b;
+    assert_int_equal(mraft_host_create(&loop, &hc, &h), 0);
+    assert_int_equal(mraft_group_create(h, &gc, &g), 0);
+    assert_int_equal(b->restores, 1);
+    assert_true(b->last >= snap); /* replayed synchronously from the log */
+    struct toy_replay_state s = {b, a->last};
+    assert_true(run_until(&loop, pred_toy_last, &s, 5000));
+    toy_assert_same(a, b);
+    host_destroy_sync(&loop, h);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    rm_rf(dir);
+    mg_free(a);
+    mg_free(b);
+}
+
+#define NH 3
+#define NG 6
+
+struct multi {
+    uv_loop_t loop;
+    struct mraft_host *h[NH];
+    struct mraft_group *g[NH][NG];
+    struct toy *toy; /* NH * NG */
+};
+
+static bool pred_all_led(void *arg)
+{
+    struct multi *m = arg;
+    for (unsigned j = 0; j < NG; j++) {
+        unsigned n = 0;
+        for (unsigned i = 0; i < NH; i++)
+            n += mraft_group_ready(m->g[i][j]);
+        if (n != 1)
+            return false;
+    }
+    return true;
+}
+
+struct acks {
+    struct pr p[NG];
+    struct multi *m;
+};
+
+static bool pred_all_applied(void *arg)
+{
+    struct acks *a = arg;
+    for (unsigned j = 0; j < NG; j++) {
+        if (!a->p[j].done)
+            return false;
+        for (unsigned i = 0; i < NH; i++)
+            if (a->m->toy[i * NG + j].last < a->p[j].index)
+                return false;
+    }
+    return true;
+}
+
+static unsigned led_by(struct multi *m, unsigned i)
+{
+    unsigned led = 0;
+    mraft_host_n_groups(m->h[i], &led);
+    return led;
+}
+
+static bool pred_balanced(void *arg)
+{
+    struct multi *m = arg;
+    if (!pred_all_led(m))
+        return false;
+    for (unsigned i = 0; i < NH; i++)
+        if (led_by(m, i) > (NG + NH - 1) / NH)
+            return false;
+    return true;
+}
+
+static void on_balance_tick(uv_timer_t *t)
+{
+    struct multi *m = t->data;
+    for (unsigned i = 0; i < NH; i++)
+        mraft_host_balance(m->h[i]);
+}
+
+/* Three hosts, one port each, six groups each: every group elects, commits on
+ * all replicas, and leadership gets balanced. */
+static void test_multiplexed_hosts(void **state)
+{
+    struct multi *m = mg_calloc(1, sizeof(*m));
+    m->toy = mg_calloc(NH * NG, sizeof(*m->toy));
+    char dirs[NH][32], addrs[NH][32];
+    struct mraft_voter voters[NH];
+    uv_loop_init(&m->loop);
+    for (unsigned i = 0; i < NH; i++) {
+        snprintf(dirs[i], sizeof(dirs[i]), "/tmp/mraft-multi-XXXXXX");
+        assert_non_null(mkdtemp(dirs[i]));
+        snprintf(addrs[i], sizeof(addrs[i]), "127.0.0.1:%d", free_port());
+        voters[i].id = i + 1;
+        voters[i].address = addrs[i];
+    }
+    for (unsigned i = 0; i < NH; i++) {
+        struct mraft_host_config hc = {.node_id = i + 1, .address = addrs[i], .data_dir = dirs[i],
+                                       .election_timeout_ms = 300, .heartbeat_timeout_ms = 50,
+                                       .balance_interval_ms = 0};
+        assert_int_equal(mraft_host_create(&m->loop, &hc, &m->h[i]), 0);
+        for (unsigned j = 0; j < NG; j++) {
+            struct mraft_group_config gc = {.group_id = 100 + j, .voters = voters,
+                                            .n_voters = NH, .owner = &toy_owner,
+                                            .owner_data = &m->toy[i * NG + j]};
+            assert_int_equal(mraft_group_create(m->h[i], &gc, &m->g[i][j]), 0);
+        }
+    }
+    assert_true(run_until(&m->loop, pred_all_led, m, 10000));
+    struct acks *a = mg_calloc(1, sizeof(*a));
+    a->m = m;
+    for (unsigned j = 0; j < NG; j++) {
+        for (unsigned i = 0; i < NH; i++)
+            if (mraft_group_ready(m->g[i][j]))
+                assert_int_equal(propose(m->g[i][j], &a->p[j], j + 1, j), 0);
+    }
+    assert_true(run_until(&m->loop, pred_all_applied, a, 10000));
+    for (unsigned j = 0; j < NG; j++)
+        assert_int_equal(a->p[j].status, 0);
+    /* Balance only now: a transfer while proposing fails the proposal with
+     * MG_ENOTLEADER, which a caller would retry. */
+    uv_timer_t bt;
+    uv_timer_init(&m->loop, &bt);
+    bt.data = m;
+    uv_timer_start(&bt, on_balance_tick, 100, 100);
+    assert_true(run_until(&m->loop, pred_balanced, m, 10000));
+    uv_close((uv_handle_t *)&bt, NULL);
+    for (unsigned i = 0; i < NH; i++)
+        host_destroy_sync(&m->loop, m->h[i]);
+    assert_int_equal(uv_loop_close(&m->loop), 0);
+    for (unsigned i = 0; i < NH; i++)
+        rm_rf(dirs[i]);
+    mg_free(a);
+    mg_free(m->toy);
+    mg_free(m);
+}
+
+/* ---- done-when 4: probes of libraft 0.15's known gaps ------------------------------ */
+
+static void raw_applied(struct raft_apply *req, int status, void *result)
+{
+    raft_free(req);
+}
+
+/*
+ * Gap (a), fixed upstream in 1996d32: 0.15 recomputes the commit index only at
+ * the leader's own last_stored, not at the followers' match index. Under a
+ * steady stream of raw raft_apply calls the leader's last_stored is always
+ * ahead of what followers matched, so commit stalls for the whole burst. The
+ * host submits proposals in waves (core.c flush), so commits keep flowing.
+ */
+static void test_gap_commit_from_match(void **state)
+{
+    cluster_setup(3, 1024, 128, true);
+    elect_ready(0);
+    struct raft *r0 = raft_fixture_get(&C->f, 0);
+    raft_index commit0 = r0->commit_index;
+    for (unsigned k = 0; k < 60; k++) {
+        struct raft_apply *req = raft_malloc(sizeof(*req));
+        struct raft_buffer b = {raft_malloc(16), 16};
+        put64(b.base, 0);
+        put64((unsigned char *)b.base + 8, k);
+        assert_int_equal(raft_apply(r0, req, &b, 1, raw_applied), 0);
+        raft_fixture_step_until_elapsed(&C->f, 5);
+    }
+    raft_index match = r0->leader_state.progress[1].match_index;
+    bool exposed = r0->commit_index < match;
+    print_message("gap (a) commit-from-match: raw libraft burst: commit %llu -> %llu while "
+                  "follower matched %llu: libraft %s\n",
+                  (unsigned long long)commit0, (unsigned long long)r0->commit_index,
+                  (unsigned long long)match, exposed ? "EXPOSED" : "not exposed");
+    raft_fixture_step_until_elapsed(&C->f, 500);
+    cluster_teardown();
+
+    /* The same burst through the host's proposal queue. */
+    cluster_setup(3, 1024, 128, true);
+    elect_ready(0);
+    static struct pr ps[60];
+    unsigned acked = 0;
+    for (unsigned k = 0; k < 60; k++) {
+        assert_int_equal(propose(&C->g[0], &ps[k], 0, k), 0);
+        raft_fixture_step_until_elapsed(&C->f, 5);
+    }
+    for (unsigned k = 0; k < 60; k++)
+        acked += ps[k].done && ps[k].status == 0;
+    print_message("gap (a) commit-from-match: host waves acked %u of 60 during the burst: "
+                  "host %s\n", acked, acked >= 30 ? "not exposed" : "EXPOSED");
+    assert_true(acked >= 30);
+    raft_fixture_step_until_elapsed(&C->f, 1000);
+    for (unsigned k = 0; k < 60; k++)
+        assert_true(ps[k].done && ps[k].status == 0);
+    cluster_teardown();
+}
+
+/*
+ * Gap (b), fixed upstream in 4fbd3c0: a follower whose snapshot install takes
+ * longer than an election timeout becomes a candidate mid-install. Replays the
+ * upstream scenario (slow disk on the follower) with and without the host's
+ * workaround (the tick keeps resetting an installing follower's election
+ * timer), then checks the group converges either way.
+ */
+static bool probe_install(bool guard)
+{
+    cluster_setup(3, 3, 1, true);
+    C->g[2].tuning.no_install_guard = !guard;
+    C->toy[2].source = &C->toy[0];
+    elect_ready(0);
+    raft_fixture_saturate(&C->f, 0, 2);
+    raft_fixture_saturate(&C->f, 2, 0);
+    for (uint64_t k = 1; k <= 6; k++)
+        assert_int_equal(propose_wait(0, k, k, NULL), 0);
+    raft_fixture_set_disk_latency(&C->f, 2, 5000);
+    raft_fixture_desaturate(&C->f, 0, 2);
+    raft_fixture_desaturate(&C->f, 2, 0);
+    raft_fixture_step_until_elapsed(&C->f, 500);
+    assert_true(raft_fixture_n_recv(&C->f, 2, RAFT_IO_INSTALL_SNAPSHOT) >= 1);
+    raft_fixture_saturate(&C->f, 0, 2);
+    raft_fixture_saturate(&C->f, 2, 0);
+    C->watch_install = true;
+    raft_fixture_step_until_elapsed(&C->f, 4000);
+    bool candidacy = C->candidate_installing;
+    C->watch_install = false;
+    raft_fixture_desaturate(&C->f, 0, 2);
+    raft_fixture_desaturate(&C->f, 2, 0);
+    raft_fixture_set_disk_latency(&C->f, 2, 10);
+    struct raft *r0 = raft_fixture_get(&C->f, 0);
+    int l = mraft_group_ready(&C->g[0]) ? 0 : other_leader();
+    if (l < 0) {
+        assert_true(raft_fixture_step_until_has_leader(&C->f, 10000));
+        l = (int)raft_fixture_leader_index(&C->f);
+        assert_true(raft_fixture_step_until(&C->f, until_ready, &C->g[l], 5000));
+    }
+    uint64_t index;
+    assert_int_equal(propose_wait((unsigned)l, 99, 99, &index), 0);
+    assert_true(raft_fixture_step_until_applied(&C->f, 3, index, 20000));
+    (void)r0;
+    toy_assert_same(&C->toy[0], &C->toy[2]);
+    toy_assert_same(&C->toy[0], &C->toy[1]);
+    cluster_teardown();
+    return candidacy;
+}
+
+static void test_gap_install_candidacy(void **state)
+{
+    bool raw = probe_install(false);
+    bool host = probe_install(true);
+    print_message("gap (b) candidacy-while-installing: libraft alone %s, host %s\n",
+                  raw ? "EXPOSED" : "not exposed", host ? "EXPOSED" : "not exposed");
+    assert_false(host);
+}
+
+/*
+ * Gap (c), log truncation (fixed upstream in 857e17e and 8be539d): when a
+ * follower's disk write fails asynchronously, 0.15 keeps the entries in its
+ * in-memory log; the leader's retry then finds them "present", nothing is
+ * rewritten, and later writes advance last_stored over the hole. The probe
+ * fails one follower append (status RAFT_IOERR in the completion, as the uv
+ * writer reports EIO) and checks the divergence and the host's fail-stop hook.
+ */
+struct failing {
+    struct raft_io_append mine;
+    struct raft_io_append *req;
+    raft_io_append_cb cb;
+};
+static int (*real_append)(struct raft_io *, struct raft_io_append *, const struct raft_entry[],
+                          unsigned, raft_io_append_cb);
+static bool fail_next_append;
+
+static void on_failing_append(struct raft_io_append *mine, int status)
+{
+    struct failing *f = mine->data;
+    struct raft_io_append *req = f->req;
+    raft_io_append_cb cb = f->cb;
+    mg_free(f);
+    cb(req, RAFT_IOERR);
+}
+
+static int failing_append(struct raft_io *io, struct raft_io_append *req,
+                          const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+    if (!fail_next_append)
+        return real_append(io, req, entries, n, cb);
+    fail_next_append = false;
+    struct failing *f = mg_calloc(1, sizeof(*f));
+    f->req = req;
+    f->cb = cb;
+    f->mine.data = f;
+    return real_append(io, &f->mine, entries, n, on_failing_append);
+}
+
+static unsigned io_failures_seen;
+
+static void on_io_failure(struct mraft_group *g, int status)
+{
+    io_failures_seen++;
+}
+
+static void test_gap_follower_append_failure(void **state)
+{
+    cluster_setup(3, 1024, 128, true);
+    elect_ready(0);
+    struct mraft_group *g2 = &C->g[2];
+    struct raft *r2 = raft_fixture_get(&C->f, 2);
+    real_append = g2->io_append;
+    g2->io_append = failing_append;
+    g2->io_failure = on_io_failure;
+    io_failures_seen = 0;
+    fail_next_append = true;
+    uint64_t idx;
+    assert_int_equal(propose_wait(0, 1, 1, &idx), 0);
+    raft_fixture_step_until_elapsed(&C->f, 200);
+    bool in_memory = mraft__log_get(r2, idx) != NULL;
+    bool not_stored = r2->last_stored < idx;
+    print_message("gap (c) log-truncation: after a failed follower append, entry %llu %s in "
+                  "memory, last_stored %llu: libraft %s; host fail-stop hook fired %u time(s)\n",
+                  (unsigned long long)idx, in_memory ? "stays" : "dropped",
+                  (unsigned long long)r2->last_stored,
+                  in_memory && not_stored ? "EXPOSED" : "not exposed", io_failures_seen);
+    assert_int_equal(io_failures_seen, 1);
+    /* The host would abort the process here; in the fixture, kill the server
+     * and check the other two carry on. */
+    raft_fixture_kill(&C->f, 2);
+    uint64_t idx2;
+    assert_int_equal(propose_wait(0, 2, 2, &idx2), 0);
+    assert_true(raft_fixture_step_until_applied(&C->f, 1, idx2, 2000));
+    toy_assert_same(&C->toy[0], &C->toy[1]);
+    cluster_teardown();
+}
+
+/* ---- misc ---------------------------------------------------------------------------- */
+
+static void test_error_mapping(void **state)
+{
+    assert_int_equal(mraft__err(0), 0);
+    assert_int_equal(mraft__err(RAFT_NOTLEADER), MG_ENOTLEADER);
+    assert_int_equal(mraft__err(RAFT_LEADERSHIPLOST), MG_ENOTLEADER);
+    assert_int_equal(mraft__err(RAFT_SHUTDOWN), MG_ESHUTDOWN);
+    assert_int_equal(mraft__err(RAFT_IOERR), MG_EIO);
+    assert_int_equal(mraft__err(RAFT_NOSPACE), MG_ENOSPC);
+    assert_int_equal(mraft__err(RAFT_BUSY), MG_EBUSY);
+    assert_int_equal(mraft__err(RAFT_CORRUPT), MG_ECORRUPT);
+    assert_int_equal(mraft__err(12345), MG_EINTERNAL);
+    struct sockaddr_in sa;
+    assert_int_equal(mraft__parse_address("127.0.0.1:9000", &sa), 0);
+    assert_int_equal(mraft__parse_address("127.0.0.1", &sa), MG_ECONFIG);
+    assert_int_equal(mraft__parse_address("127.0.0.1:0", &sa), MG_ECONFIG);
+    assert_int_equal(mraft__parse_address("x:80", &sa), MG_ECONFIG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_error_mapping),
+        cmocka_unit_test(test_election_barrier),
+        cmocka_unit_test(test_partitioned_leader),
+        cmocka_unit_test(test_retried_proposal),
+        cmocka_unit_test(test_snapshot_install),
+        cmocka_unit_test(test_snapshot_keeps_undurable),
+        cmocka_unit_test(test_crash_replay),
+        cmocka_unit_test(test_multiplexed_hosts),
+        cmocka_unit_test(test_gap_commit_from_match),
+        cmocka_unit_test(test_gap_install_candidacy),
+        cmocka_unit_test(test_gap_follower_append_failure),
+    };
+    mg_log_set_level("warn");
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
