@@ -11,7 +11,8 @@
  * unknown size past the in-memory spill limit), unlinked when it is freed.
  * `*.tmp` is an own file still being written; it is renamed into place before
  * the write is acknowledged, so at open every *.tmp is garbage and removed.
- * `LOCK` holds an flock so that one process owns the directory.
+ * `LOCK` holds an flock so that one process owns the directory. `SEGMENTS` is
+ * the live-bytes manifest a clean close leaves (below).
  *
  * Record. A 32-byte little-endian header, then the data:
  *   0 magic u32 ("MGB1" live, "MGBF" freed)   4 crc32c of bytes 8..31 u32
@@ -33,9 +34,10 @@
  * whole 4 KiB blocks inside the record, so neighbours are never touched).
  * Live bytes per segment are tracked in memory; a sealed segment whose live
  * bytes reach zero is unlinked. Segments found at open have unknown live
- * bytes: frees still punch holes, but those files are only unlinked by the
- * orphan collector driven by the blob index (DESIGN.md 4, 8: future work,
- * TODO(#2)). Every segment in use keeps an fd (opened lazily on first use): with 64 MiB
+ * bytes unless the previous run closed cleanly (then the SEGMENTS manifest
+ * carries them over): frees still punch holes, but after a crash those files
+ * are only unlinked by the orphan collector driven by the blob index
+ * (DESIGN.md 4, 8: future work, TODO(#2)). Every segment in use keeps an fd (opened lazily on first use): with 64 MiB
  * segments and 8 MiB own files that is ~16k-128k fds per TiB stored, above common RLIMIT_NOFILE
  * soft limits; an fd cache with LRU close is TODO(#2).
  */
@@ -1183,6 +1185,129 @@ static int scan(struct eng_blobstore *bs, char *errmsg)
     return 0;
 }
 
+/* ------------------------------------------------------------ live-bytes manifest */
+
+/* Live bytes per shared segment survive a clean close in SEGMENTS, so that segments emptied
+ * after a restart are still unlinked. It is written at close once every counted segment has
+ * been fdatasync'ed (the freed marks behind the counts are then durable), and read and deleted
+ * (directory fsynced) at open before any free can run: after a crash there is no manifest and
+ * that run's segments fall back to unknown live bytes (TODO(#2): the blob-index collector).
+ * Format, little-endian: "MGSM" u32, count u32, count x (segment u64, live bytes u64), then
+ * the crc32c of everything before it u32. */
+#define MANIFEST_NAME "SEGMENTS"
+#define MANIFEST_TMP "SEGMENTS.tmp"
+#define MANIFEST_MAGIC 0x4d53474du
+
+/* The manifest's bytes (sync'ing every counted segment first); -1 if a sync failed. */
+static int manifest_encode(struct eng_blobstore *bs, struct mg_buf *b)
+{
+    unsigned char u[16];
+    uint32_t n = 0;
+    put_le32(u, MANIFEST_MAGIC);
+    put_le32(u + 4, 0);
+    mg_buf_append(b, u, 8);
+    for (size_t i = 0; i < bs->tab_cap; i++) {
+        for (struct seg *s = bs->tab[i]; s != NULL; s = s->next) {
+            if (s->own || !s->live_known)
+                continue;
+            if (s->fd >= 0 && io_sync(bs, s->fd, 0) != 0)
+                return -1;
+            put_le64(u, s->no);
+            put_le64(u + 8, s->live_bytes);
+            mg_buf_append(b, u, 16);
+            n++;
+        }
+    }
+    put_le32((unsigned char *)b->base + 4, n);
+    put_le32(u, crc32c(b->base, b->len));
+    mg_buf_append(b, u, 4);
+    return 0;
+}
+
+static void manifest_write(struct eng_blobstore *bs)
+{
+    struct mg_buf b;
+    int e = 0, fd = -1;
+    mg_buf_init(&b);
+    if (manifest_encode(bs, &b) != 0) {
+        e = EIO;
+        goto out;
+    }
+    fd = openat(bs->dirfd, MANIFEST_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    e = fd < 0 ? errno : io_pwrite_full(fd, b.base, b.len, 0);
+    if (e == 0)
+        e = io_sync(bs, fd, 0);
+    if (e == 0 && renameat(bs->dirfd, MANIFEST_TMP, bs->dirfd, MANIFEST_NAME) != 0)
+        e = errno;
+    if (e == 0)
+        e = io_sync(bs, bs->dirfd, 1); /* if this fails the manifest may persist: it is true */
+out:
+    if (fd >= 0)
+        close(fd);
+    if (e != 0) {
+        unlinkat(bs->dirfd, MANIFEST_TMP, 0);
+        mg_log(MG_LOG_WARN, "op=manifest_write errno=%d: live bytes unknown after reopen", e);
+    }
+    mg_buf_close(&b);
+}
+
+/* Read and validate the manifest into b; 0 if there is a valid one. */
+static int manifest_read(struct eng_blobstore *bs, struct mg_buf *b)
+{
+    struct stat st;
+    int fd = openat(bs->dirfd, MANIFEST_NAME, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int ok = fstat(fd, &st) == 0 && st.st_size >= 12
+             && (uint64_t)st.st_size <= 12 + 16 * (uint64_t)bs->nsegs;
+    if (ok) {
+        mg_buf_reserve(b, (size_t)st.st_size);
+        struct iovec iov = {b->base, (size_t)st.st_size};
+        ok = io_preadv_full(fd, &iov, 1, 0) == 0;
+        b->len = (size_t)st.st_size;
+    }
+    close(fd);
+    const unsigned char *p = (const unsigned char *)b->base;
+    if (!ok || get_le32(p) != MANIFEST_MAGIC || 12 + 16 * (uint64_t)get_le32(p + 4) != b->len
+        || get_le32(p + b->len - 4) != crc32c(p, b->len - 4)) {
+        mg_log(MG_LOG_WARN, "op=manifest_read: invalid, ignored");
+        return -1;
+    }
+    return 0;
+}
+
+/* Apply a clean close's live bytes (see above); segments left empty are unlinked now. */
+static void manifest_load(struct eng_blobstore *bs)
+{
+    struct mg_buf b;
+    mg_buf_init(&b);
+    int valid = manifest_read(bs, &b) == 0;
+    /* Delete before trusting: from here on a crash must not find these counts again. */
+    if (unlinkat(bs->dirfd, MANIFEST_NAME, 0) != 0 && errno != ENOENT)
+        valid = 0;
+    else if (valid && io_sync(bs, bs->dirfd, 1) != 0)
+        valid = 0;
+    size_t loaded = 0, emptied = 0;
+    for (uint32_t i = 0; valid && i < get_le32((unsigned char *)b.base + 4); i++) {
+        const unsigned char *e = (const unsigned char *)b.base + 8 + 16 * (size_t)i;
+        struct seg *s = table_find(bs, get_le64(e));
+        if (s == NULL || s->own)
+            continue;
+        s->live_known = 1;
+        s->live_bytes = get_le64(e + 8);
+        loaded++;
+        if (s->live_bytes == 0) {
+            seg_kill_locked(bs, s);
+            seg_unlink(bs, s);
+            seg_destroy(s);
+            emptied++;
+        }
+    }
+    if (valid)
+        mg_log(MG_LOG_INFO, "event=manifest_loaded segments=%zu emptied=%zu", loaded, emptied);
+    mg_buf_close(&b);
+}
+
 static void bs_free(struct eng_blobstore *bs)
 {
     for (size_t i = 0; i < bs->tab_cap; i++) {
@@ -1240,6 +1365,7 @@ int eng_blob_open(const char *dir, const struct eng_blob_opts *opts, struct eng_
     rv = scan(bs, errmsg);
     if (rv != 0)
         goto err_after_alloc;
+    manifest_load(bs);
     *out = bs;
     return 0;
 
@@ -1259,5 +1385,6 @@ void eng_blob_close(struct eng_blobstore *bs)
            " fsyncs=%" PRIu64,
            bs->nsegs, (uint64_t)atomic_load(&bs->bytes_written),
            (uint64_t)atomic_load(&bs->bytes_freed), (uint64_t)atomic_load(&bs->fsyncs));
+    manifest_write(bs);
     bs_free(bs);
 }

@@ -516,6 +516,45 @@ static void test_reopen(void **state)
     free(data);
 }
 
+/* A clean close carries live bytes over (the SEGMENTS manifest): segments emptied after a
+ * reopen are unlinked, and so is a segment that was already empty at close. */
+static void test_reopen_reclaims(void **state)
+{
+    struct fix *f = *state;
+    char *data = malloc(300000);
+    struct eng_blob_ref r[6];
+    for (int i = 0; i < 6; i++) {
+        test_fill(data, 300000, (uint64_t)i);
+        assert_int_equal(write_blob(f->bs, data, 300000, 300000, 300000, &r[i]), 0);
+    }
+    assert_true(r[0].segment == r[2].segment && r[3].segment == r[5].segment);
+    assert_true(r[0].segment != r[3].segment);
+    assert_int_equal(bs_reopen(f), 0);
+    for (int i = 0; i < 6; i++) {
+        test_fill(data, 300000, (uint64_t)i);
+        check_blob(f->bs, &r[i], data, 300000);
+    }
+    for (int i = 0; i < 3; i++)
+        eng_blob_free(f->bs, &r[i]);
+    assert_false(file_exists(f, r[0].segment, ".seg"));
+    eng_blob_free(f->bs, &r[3]);
+    eng_blob_free(f->bs, &r[4]);
+    assert_true(file_exists(f, r[3].segment, ".seg"));
+    /* Close with one live blob, reopen, free it: the last run's active segment goes too. */
+    assert_int_equal(bs_reopen(f), 0);
+    eng_blob_free(f->bs, &r[5]);
+    assert_false(file_exists(f, r[3].segment, ".seg"));
+
+    /* A segment empty at close is unlinked at open. */
+    struct eng_blob_ref e;
+    assert_int_equal(write_blob(f->bs, data, 1000, 1000, 1000, &e), 0);
+    eng_blob_free(f->bs, &e);
+    assert_true(file_exists(f, e.segment, ".seg")); /* still the active segment */
+    assert_int_equal(bs_reopen(f), 0);
+    assert_false(file_exists(f, e.segment, ".seg"));
+    free(data);
+}
+
 /* kill -9 (STYLE.md 7): a child acknowledges blobs through a pipe as their finish returns; it is
  * killed mid-stream; every blob it acknowledged must read back byte for byte after reopen. */
 static void kill9_child(const char *dir, int wfd)
@@ -595,6 +634,7 @@ int test_blob_run(void)
         cmocka_unit_test_setup_teardown(test_fault_sync_eio, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_create_enospc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_reclaims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
     };
     return cmocka_run_group_tests_name("engine/blob", tests, NULL, NULL);
