@@ -128,6 +128,56 @@ void meta_data_release(struct meta_store *ms, const struct meta_data *d)
         eng_blob_free(ms->bs, &d->extents[i].ref);
 }
 
+/* Design: an overwrite or delete of an object being streamed by a GET must not punch holes
+ * under the reader (it would send zeros with a 200). Retired blobs wait free_grace_ms in a
+ * bounded FIFO; every retire reaps what is due, so the cost is O(1) amortized per blob and
+ * memory is bounded by META_FREE_QUEUE_MAX * 48 bytes (3 MiB). */
+void meta__data_retire(struct meta_store *ms, const struct meta_data *d)
+{
+    if (ms->free_grace_ms == 0) {
+        meta_data_release(ms, d);
+        return;
+    }
+    struct meta_free_queue *q = &ms->frees;
+    int64_t due = meta__now_ms() + ms->free_grace_ms;
+    for (size_t i = 0; i < d->nextents; i++) {
+        struct eng_blob_ref early = {0};
+        int have_early = 0;
+        pthread_mutex_lock(&q->lock);
+        if (q->n == META_FREE_QUEUE_MAX) { /* bounded: the oldest goes before its time */
+            early = q->ring[q->head].ref;
+            have_early = 1;
+            q->head = (q->head + 1) % META_FREE_QUEUE_MAX;
+            q->n--;
+        }
+        q->ring[(q->head + q->n) % META_FREE_QUEUE_MAX] =
+            (struct meta_free_pending){d->extents[i].ref, due};
+        q->n++;
+        pthread_mutex_unlock(&q->lock);
+        if (have_early)
+            eng_blob_free(ms->bs, &early);
+    }
+    meta__free_reap(ms, 0);
+}
+
+void meta__free_reap(struct meta_store *ms, int all)
+{
+    struct meta_free_queue *q = &ms->frees;
+    int64_t now = meta__now_ms();
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        if (q->n == 0 || (!all && q->ring[q->head].due_ms > now)) {
+            pthread_mutex_unlock(&q->lock);
+            return;
+        }
+        struct eng_blob_ref ref = q->ring[q->head].ref;
+        q->head = (q->head + 1) % META_FREE_QUEUE_MAX;
+        q->n--;
+        pthread_mutex_unlock(&q->lock);
+        eng_blob_free(ms->bs, &ref);
+    }
+}
+
 int meta_data_read(struct meta_store *ms, const struct meta_data *d, uint64_t offset, void *buf,
                    size_t len)
 {

@@ -105,6 +105,21 @@ struct meta_shard {
     int sync; /* fsync the WAL on apply */
 };
 
+#define META_FREE_GRACE_MS_DEFAULT 30000
+#define META_FREE_QUEUE_MAX 65536 /* pending frees; past it the oldest is freed early */
+
+/* Blobs retired by committed ops, freed once their grace period is over (FIFO: dues are
+ * monotonic because the grace is constant). */
+struct meta_free_queue {
+    pthread_mutex_t lock;
+    struct meta_free_pending {
+        struct eng_blob_ref ref;
+        int64_t due_ms;
+    } *ring;                  /* META_FREE_QUEUE_MAX entries */
+    size_t head;              /* oldest */
+    size_t n;
+};
+
 struct meta_store {
     struct meta_opts opts;
     char *data_dir;
@@ -115,6 +130,8 @@ struct meta_store {
     pthread_rwlock_t bucket_locks[META_BUCKET_STRIPES];
     pthread_mutex_t seq_lock;       /* bucket id allocation */
     atomic_uint_fast64_t list_steps; /* iterator seeks + nexts by LIST (tests assert bounds) */
+    uint32_t free_grace_ms;          /* see meta_opts; tests set 0 for immediate frees */
+    struct meta_free_queue frees;
 };
 
 /* Apply one op's write set atomically and durably. The seam where a Raft proposal replaces
@@ -148,6 +165,12 @@ void meta__index_delete(struct eng_batch *b, uint64_t bucket_id, struct mg_str n
 void meta__blob_index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
                           const struct meta_data *d);
 void meta__blob_index_delete(struct eng_batch *b, const struct meta_data *d);
+
+/* Free d's blobs after the grace period: data a committed op replaced or deleted, which a
+ * reader may still be streaming. (meta_data_release frees at once: data never visible.) */
+void meta__data_retire(struct meta_store *ms, const struct meta_data *d);
+/* Free the retired blobs whose grace is over (all of them when all != 0). */
+void meta__free_reap(struct meta_store *ms, int all);
 
 /* Copy [offset, offset + len) of d into a new data (blob or inline) streamed in bounded
  * chunks; md5_hex (33 bytes) gets the md5 of the copied bytes. Returns 0, MG_EIO, MG_ENOSPC,

@@ -43,6 +43,10 @@ struct meta_opts {
     const char *data_dir;       /* engine lives in data_dir/db and data_dir/blobs */
     int wal;                    /* RocksDB WAL (1 until Raft is the WAL) */
     uint32_t inline_max_bytes;  /* objects up to this size live inside their entry */
+    uint32_t free_grace_ms;     /* bytes an op replaced or deleted are freed this long after it,
+                                   so reads in flight (a GET streaming the old version) finish
+                                   first; 0: 30 s. Pending frees are done at close; a crash
+                                   leaks them (fsck: blob index) */
 };
 
 struct meta_store;

@@ -260,7 +260,7 @@ int meta_mpu_put_part(struct meta_store *ms, struct mg_str bucket, struct mg_str
     if (rv != 0)
         meta_data_release(ms, &part->data);
     else if (had_old)
-        meta_data_release(ms, &old.data);
+        meta__data_retire(ms, &old.data);
     mg_arena_close(&a);
     return rv;
 }
@@ -542,11 +542,11 @@ int meta_mpu_complete(struct meta_store *ms, struct mg_str bucket, struct mg_str
     for (size_t i = 0, j = 0; i < s.nhave; i++) {
         int listed = j < nparts && s.matched[j] == &s.have[i];
         if (!listed)
-            meta_data_release(ms, &s.have[i].data);
+            meta__data_retire(ms, &s.have[i].data);
         j += listed;
     }
     if (s.had_old)
-        meta_data_release(ms, &s.old.data);
+        meta__data_retire(ms, &s.old.data);
     mg_log(MG_LOG_DEBUG, "event=mpu_complete parts=%zu size=%llu", nparts,
            (unsigned long long)out->size);
     return 0;
@@ -586,7 +586,7 @@ int meta_mpu_abort(struct meta_store *ms, struct mg_str bucket, struct mg_str ke
         ctx_unlock(&c);
     }
     for (size_t i = 0; rv == 0 && i < n; i++)
-        meta_data_release(ms, &parts[i].data);
+        meta__data_retire(ms, &parts[i].data);
     mg_arena_close(&a);
     return rv;
 }

@@ -130,7 +130,7 @@ static int put_object(struct meta_store *ms, struct mg_str bucket, const struct 
     if (rv != 0)
         meta_data_release(ms, &in->data);
     else if (had_old)
-        meta_data_release(ms, &old.data);
+        meta__data_retire(ms, &old.data);
     if (mtime_ms != NULL)
         *mtime_ms = obj.mtime_ms;
     mg_arena_close(&a);
@@ -200,7 +200,7 @@ int meta_object_delete(struct meta_store *ms, struct mg_str bucket, struct mg_st
     }
     pthread_rwlock_unlock(bl);
     if (rv == 0 && found)
-        meta_data_release(ms, &old.data);
+        meta__data_retire(ms, &old.data);
     if (existed != NULL)
         *existed = rv == 0 && found;
     mg_arena_close(&a);

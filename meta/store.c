@@ -171,6 +171,8 @@ static void locks_init(struct meta_store *ms)
     for (size_t i = 0; i < META_BUCKET_STRIPES; i++)
         pthread_rwlock_init(&ms->bucket_locks[i], NULL);
     pthread_mutex_init(&ms->seq_lock, NULL);
+    pthread_mutex_init(&ms->frees.lock, NULL);
+    ms->frees.ring = mg_malloc(META_FREE_QUEUE_MAX * sizeof(*ms->frees.ring));
 }
 
 static void locks_destroy(struct meta_store *ms)
@@ -180,6 +182,8 @@ static void locks_destroy(struct meta_store *ms)
     for (size_t i = 0; i < META_BUCKET_STRIPES; i++)
         pthread_rwlock_destroy(&ms->bucket_locks[i]);
     pthread_mutex_destroy(&ms->seq_lock);
+    pthread_mutex_destroy(&ms->frees.lock);
+    mg_free(ms->frees.ring);
 }
 
 int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char *errmsg)
@@ -206,6 +210,7 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
     ms->shard.sync = opts->wal ? 1 : 0;
     locks_init(ms);
     atomic_init(&ms->list_steps, 0);
+    ms->free_grace_ms = opts->free_grace_ms ? opts->free_grace_ms : META_FREE_GRACE_MS_DEFAULT;
     mg_log(MG_LOG_INFO, "event=meta_open dir=%s wal=%d inline_max=%u", ms->data_dir, opts->wal,
            opts->inline_max_bytes);
     *out = ms;
@@ -226,6 +231,7 @@ void meta_store_close(struct meta_store *ms)
 {
     if (ms == NULL)
         return;
+    meta__free_reap(ms, 1); /* no reader outlives the store */
     eng_blob_close(ms->bs);
     eng_db_close(ms->db);
     locks_destroy(ms);
@@ -236,6 +242,7 @@ void meta_store_close(struct meta_store *ms)
 void meta_stats_get(struct meta_store *ms, struct meta_stats *out)
 {
     memset(out, 0, sizeof(*out));
+    meta__free_reap(ms, 0);
     const char lo[1] = {META_T_BUCKET}, hi[1] = {META_T_BUCKET + 1};
     struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo, 1, hi, 1);
     for (eng_iter_seek(it, lo, 1); eng_iter_valid(it); eng_iter_next(it))

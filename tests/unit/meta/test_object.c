@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/unit/meta/test_meta.h"
 
@@ -90,6 +91,29 @@ static void test_overwrite_frees(void **state)
     assert_int_equal(meta_object_delete(f->ms, S("nobucket"), S("k"), NULL), MG_ENOSUCHBUCKET);
     struct meta_object o;
     assert_int_equal(meta_object_get(f->ms, BKT, S("k"), &f->a, &o), MG_ENOSUCHKEY);
+}
+
+/* With a grace period, a reader holding the old version keeps reading it after an
+ * overwrite; the blob is freed once the grace is over. */
+static void test_free_grace(void **state)
+{
+    struct fx *f = *state;
+    char a[3000], b[2000], got[3000];
+    fx_fill(a, sizeof(a), 6);
+    fx_fill(b, sizeof(b), 7);
+    f->ms->free_grace_ms = 200;
+    assert_int_equal(fx_put(f, BKT, S("k"), a, sizeof(a), NULL), 0);
+    struct meta_object old;
+    assert_int_equal(meta_object_get(f->ms, BKT, S("k"), &f->a, &old), 0);
+    uint64_t before = freed_bytes(f);
+    assert_int_equal(fx_put(f, BKT, S("k"), b, sizeof(b), NULL), 0);
+    assert_int_equal(meta_object_delete(f->ms, BKT, S("k"), NULL), 0);
+    assert_int_equal(freed_bytes(f), before);
+    assert_int_equal(meta_data_read(f->ms, &old.data, 0, got, sizeof(a)), 0);
+    assert_memory_equal(got, a, sizeof(a));
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(freed_bytes(f) - before, sizeof(a) + sizeof(b));
 }
 
 static void test_conditional(void **state)
@@ -263,6 +287,7 @@ int test_object_run(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_put_get, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_frees, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_free_grace, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_conditional, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_update, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_copy, fx_setup, fx_teardown),
