@@ -223,6 +223,8 @@ int gw__auth(struct gw_request *r, time_t now)
                                             "X-Amz-Algorithm query parameter, Signature query "
                                             "string parameter or the Authorization header "
                                             "should be specified");
+    if (has_header && !has_prefix(authz, "AWS ") && !has_prefix(authz, "AWS4-HMAC-SHA256"))
+        return errf(r, MG_EINVALIDARGUMENT, "Unsupported Authorization Type");
     struct mg_sigv2_auth a2;
     int rv;
     if (has_header && has_prefix(authz, "AWS ")) {

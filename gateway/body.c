@@ -65,7 +65,10 @@ static enum mg_cksum_algo declared_algo(struct gw_request *r, struct mg_str *val
     static const char pfx[] = "x-amz-checksum-";
     value->base = "";
     value->len = 0;
-    for (size_t i = 0; i < hs->size; i++) {
+    /* CompleteMultipartUpload's x-amz-checksum-* names the whole object, not the XML body
+     * (S3 API reference, CompleteMultipartUpload request headers). */
+    size_t nh = r->op == GW_OP_COMPLETE_MULTIPART_UPLOAD ? 0 : hs->size;
+    for (size_t i = 0; i < nh; i++) {
         const h2o_iovec_t *n = hs->entries[i].name;
         if (n->len <= sizeof(pfx) - 1 || memcmp(n->base, pfx, sizeof(pfx) - 1) != 0)
             continue;

@@ -51,6 +51,9 @@ struct gw__route_out {
  * MG_EMETHODNOTALLOWED, MG_ENOTIMPLEMENTED (a known but unsupported subresource).
  * out->op is set even on error when known (for metrics). */
 int gw__route_parse(const struct gw__route_in *in, struct mg_arena *a, struct gw__route_out *out);
+/* Set up r (in req's lifetime; the caller allocated it) for req on srv and route it: op,
+ * bucket, key, query parameters. Returns gw__route_parse's result. */
+int gw__request_init(struct gw_request *r, h2o_req_t *req, struct gw_server *srv);
 /* Find a decoded parameter; 1 if present. */
 int gw__qparam_get(const struct gw__qparam *p, size_t n, const char *name, struct mg_str *out);
 

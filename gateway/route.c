@@ -414,6 +414,37 @@ int gw__route_parse(const struct gw__route_in *in, struct mg_arena *a, struct gw
     return route_object(m, f, in->has_copy_source, &out->op);
 }
 
+int gw__request_init(struct gw_request *r, h2o_req_t *req, struct gw_server *srv)
+{
+    memset(r, 0, sizeof(*r));
+    r->req = req;
+    r->srv = srv;
+    r->ms = srv->ms;
+    mg_arena_init(&r->arena);
+    r->core.start_ns = gw__now_ns();
+    struct gw__route_in in = {
+        .method = {req->input.method.base, req->input.method.len},
+        .authority = {req->input.authority.base, req->input.authority.len},
+        .target = {req->input.path.base, req->input.path.len},
+        .domain = srv->domain,
+        .has_copy_source =
+            h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-amz-copy-source"), -1) != -1,
+    };
+    if (in.authority.base == NULL)
+        in.authority = (struct mg_str){"", 0};
+    struct gw__route_out route;
+    int rv = gw__route_parse(&in, &r->arena, &route);
+    r->op = route.op;
+    r->bucket = route.bucket;
+    r->key = route.key;
+    r->core.path = route.path;
+    r->core.query = route.query;
+    r->core.params = route.params;
+    r->core.nparams = route.nparams;
+    r->core.vhost = route.vhost;
+    return rv;
+}
+
 /* ---- accessors (gw.h) */
 
 int gw_header(const struct gw_request *r, const char *lname, struct mg_str *out)

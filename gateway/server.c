@@ -101,10 +101,10 @@ static int path_is(h2o_req_t *req, const char *lit)
 }
 
 /* /health and /metrics: no auth, only when the Host is not a bucket's virtual host. */
-static int serve_internal(struct gw_request *r, struct gw__route_out *route)
+static int serve_internal(struct gw_request *r)
 {
     h2o_req_t *req = r->req;
-    if (route->vhost || (r->op != GW_OP_LIST_OBJECTS && r->op != GW_OP_HEAD_BUCKET))
+    if (r->core.vhost || (r->op != GW_OP_LIST_OBJECTS && r->op != GW_OP_HEAD_BUCKET))
         return 0;
     if (path_is(req, "/health")) {
         r->core.internal = 1;
@@ -130,35 +130,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     struct gw_server *srv = ((struct gw__handler *)self)->srv;
     struct gw_request *r = h2o_mem_alloc_shared(&req->pool, sizeof(*r), on_request_dispose);
-    memset(r, 0, sizeof(*r));
-    r->req = req;
-    r->srv = srv;
-    r->ms = srv->ms;
-    mg_arena_init(&r->arena);
-    r->core.start_ns = gw__now_ns();
+    int rv = gw__request_init(r, req, srv);
     make_request_id(r, current_loop);
-
-    struct gw__route_in in = {
-        .method = {req->input.method.base, req->input.method.len},
-        .authority = {req->input.authority.base, req->input.authority.len},
-        .target = {req->input.path.base, req->input.path.len},
-        .domain = srv->domain,
-        .has_copy_source =
-            h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-amz-copy-source"), -1) != -1,
-    };
-    if (in.authority.base == NULL)
-        in.authority = (struct mg_str){"", 0};
-    struct gw__route_out route;
-    int rv = gw__route_parse(&in, &r->arena, &route);
-    r->op = route.op;
-    r->bucket = route.bucket;
-    r->key = route.key;
-    r->core.path = route.path;
-    r->core.query = route.query;
-    r->core.params = route.params;
-    r->core.nparams = route.nparams;
-    r->core.vhost = route.vhost;
-    if (rv == 0 && serve_internal(r, &route))
+    if (rv == 0 && serve_internal(r))
         return 0;
     if (rv == 0)
         rv = gw__auth(r, time(NULL));

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for common/config.c (tested here, beside the binary that uses
+ * it): every key parses, unknown keys and bad values are rejected with a
+ * message naming the key, --listen overrides, and generated credentials are
+ * stored 0600 and reused on restart.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/common.h"
+#include "common/config.h"
+
+static int parse(const char *json, struct mg_config *cfg, char *errmsg)
+{
+    mg_config_init(cfg);
+    errmsg[0] = '\0';
+    return mg_config_parse(cfg, json, strlen(json), errmsg);
+}
+
+static void test_full(void **state)
+{
+    (void)state;
+    struct mg_config c;
+    char e[MG_CONFIG_ERRMSG_LEN];
+    const char *json = "{\"listen\": \"0.0.0.0:9100\", \"data_dir\": \"/tmp/x\", \"region\": "
+                       "\"eu-west-1\", \"users\": [{\"name\": \"main\", \"access_key\": "
+                       "\"AKIAIOSFODNN7EXAMPLE\", \"secret_key\": "
+                       "\"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\"}, {\"name\": \"other\", "
+                       "\"access_key\": \"AK2\", \"secret_key\": \"secret-2-x\"}], \"tls\": "
+                       "{\"cert_file\": \"c.pem\", \"key_file\": \"k.pem\"}, \"domain\": "
+                       "\"s3.local\", \"threads\": 3, \"inline_max_bytes\": 8192, \"log_level\": "
+                       "\"warn\"}";
+    assert_int_equal(parse(json, &c, e), 0);
+    assert_string_equal(c.listen_host, "0.0.0.0");
+    assert_int_equal(c.listen_port, 9100);
+    assert_string_equal(c.data_dir, "/tmp/x");
+    assert_string_equal(c.region, "eu-west-1");
+    assert_int_equal(c.nusers, 2);
+    assert_string_equal(c.users[1].name, "other");
+    assert_string_equal(c.users[0].secret_key, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY");
+    assert_string_equal(c.tls_cert_file, "c.pem");
+    assert_string_equal(c.domain, "s3.local");
+    assert_int_equal(c.threads, 3);
+    assert_int_equal(c.inline_max_bytes, 8192);
+    assert_string_equal(c.log_level, "warn");
+    mg_config_close(&c);
+    /* Defaults */
+    assert_int_equal(parse("{}", &c, e), 0);
+    assert_string_equal(c.listen_host, "127.0.0.1");
+    assert_int_equal(c.listen_port, 9000);
+    assert_string_equal(c.region, "us-east-1");
+    assert_null(c.domain);
+    mg_config_close(&c);
+}
+
+/* Each bad config is rejected and the message names the key. */
+static void test_errors_name_the_key(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        const char *key;
+    } cases[] = {
+        {"{\"listn\": \"a:1\"}", "\"listn\""},
+        {"{\"listen\": 9000}", "\"listen\""},
+        {"{\"listen\": \"127.0.0.1\"}", "\"listen\""},
+        {"{\"listen\": \"127.0.0.1:99999\"}", "\"listen\""},
+        {"{\"listen\": \"::1:9000\"}", "\"listen\""},
+        {"{\"data_dir\": \"\"}", "\"data_dir\""},
+        {"{\"data_dir\": 1}", "\"data_dir\""},
+        {"{\"region\": \"us east\"}", "\"region\""},
+        {"{\"users\": {}}", "\"users\""},
+        {"{\"users\": [1]}", "\"users[0]\""},
+        {"{\"users\": [{\"name\": \"a\", \"access_key\": \"AKX\"}]}", "\"users[0].secret_key\""},
+        {"{\"users\": [{\"name\": \"a\", \"access_key\": \"AK\", \"secret_key\": \"12345678\"}]}",
+         "\"users[0].access_key\""},
+        {"{\"users\": [{\"name\": \"a\", \"access_key\": \"AKX\", \"secret_key\": \"short\"}]}",
+         "\"users[0].secret_key\""},
+        {"{\"users\": [{\"name\": \"a\", \"access_key\": \"AKX\", \"secret_key\": \"12345678\", "
+         "\"role\": \"x\"}]}",
+         "\"users[0].role\""},
+        {"{\"users\": [{\"name\": \"a\", \"access_key\": \"AKX\", \"secret_key\": \"12345678\"},"
+         "{\"name\": \"b\", \"access_key\": \"AKX\", \"secret_key\": \"12345678\"}]}",
+         "\"users[1]\""},
+        {"{\"tls\": {\"cert_file\": \"c\"}}", "\"tls.key_file\""},
+        {"{\"tls\": {\"cert_file\": \"c\", \"key_file\": \"k\", \"ca\": \"x\"}}", "\"tls.ca\""},
+        {"{\"tls\": true}", "\"tls\""},
+        {"{\"domain\": \"S3.Local\"}", "\"domain\""},
+        {"{\"domain\": \".s3\"}", "\"domain\""},
+        {"{\"threads\": -1}", "\"threads\""},
+        {"{\"threads\": 1.5}", "\"threads\""},
+        {"{\"threads\": \"4\"}", "\"threads\""},
+        {"{\"inline_max_bytes\": 99999999}", "\"inline_max_bytes\""},
+        {"{\"log_level\": \"verbose\"}", "\"log_level\""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct mg_config c;
+        char e[MG_CONFIG_ERRMSG_LEN];
+        int rv = parse(cases[i].json, &c, e);
+        if (rv != MG_ECONFIG || strstr(e, cases[i].key) == NULL)
+            fail_msg("%s: rv=%d msg=%s (want key %s)", cases[i].json, rv, e, cases[i].key);
+        mg_config_close(&c);
+    }
+    struct mg_config c;
+    char e[MG_CONFIG_ERRMSG_LEN];
+    assert_int_equal(parse("{\"listen\": ", &c, e), MG_ECONFIG);
+    assert_non_null(strstr(e, "JSON"));
+    mg_config_close(&c);
+    assert_int_equal(parse("[1]", &c, e), MG_ECONFIG);
+    mg_config_close(&c);
+}
+
+static void test_listen_override(void **state)
+{
+    (void)state;
+    struct mg_config c;
+    char e[MG_CONFIG_ERRMSG_LEN];
+    mg_config_init(&c);
+    assert_int_equal(mg_config_set_listen(&c, "[::1]:9443", e), 0);
+    assert_string_equal(c.listen_host, "::1");
+    assert_int_equal(c.listen_port, 9443);
+    assert_int_equal(mg_config_set_listen(&c, "localhost:0", e), 0);
+    assert_int_equal(c.listen_port, 0);
+    assert_int_equal(mg_config_set_listen(&c, ":9000", e), MG_ECONFIG);
+    assert_int_equal(mg_config_set_listen(&c, "h:x", e), MG_ECONFIG);
+    mg_config_close(&c);
+}
+
+static void test_generated_credentials(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mg_test_config_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char data[256];
+    snprintf(data, sizeof(data), "%s/data/sub", dir);
+    struct mg_config c;
+    char e[MG_CONFIG_ERRMSG_LEN];
+    mg_config_init(&c);
+    mg_config_set_data_dir(&c, data);
+    assert_int_equal(mg_config_finish(&c, e), 0);
+    assert_int_equal(c.nusers, 1);
+    assert_true(c.users_generated);
+    assert_int_equal(strlen(c.users[0].access_key), 20);
+    assert_int_equal(strlen(c.users[0].secret_key), 40);
+    char ak[64], sk[64];
+    strcpy(ak, c.users[0].access_key);
+    strcpy(sk, c.users[0].secret_key);
+    mg_config_close(&c);
+
+    char path[300];
+    snprintf(path, sizeof(path), "%s/credentials.json", data);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    snprintf(path, sizeof(path), "%s/tmp", data);
+    assert_int_equal(stat(path, &st), 0);
+
+    /* Restart: the same pair comes back. */
+    mg_config_init(&c);
+    mg_config_set_data_dir(&c, data);
+    assert_int_equal(mg_config_finish(&c, e), 0);
+    assert_string_equal(c.users[0].access_key, ak);
+    assert_string_equal(c.users[0].secret_key, sk);
+    mg_config_close(&c);
+
+    /* Configured users: no file is read or written. TLS files must be readable. */
+    mg_config_init(&c);
+    mg_config_set_data_dir(&c, data);
+    assert_int_equal(mg_config_parse(&c, "{\"tls\": {\"cert_file\": \"/nonexistent.pem\", "
+                                         "\"key_file\": \"/nonexistent.key\"}}",
+                                     strlen("{\"tls\": {\"cert_file\": \"/nonexistent.pem\", "
+                                            "\"key_file\": \"/nonexistent.key\"}}"),
+                                     e),
+                     0);
+    assert_int_equal(mg_config_finish(&c, e), MG_ECONFIG);
+    assert_non_null(strstr(e, "\"tls.cert_file\""));
+    mg_config_close(&c);
+
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full),
+        cmocka_unit_test(test_errors_name_the_key),
+        cmocka_unit_test(test_listen_override),
+        cmocka_unit_test(test_generated_credentials),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
