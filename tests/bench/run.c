@@ -237,6 +237,25 @@ static void amz_date_now(char out[17])
     strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
 }
 
+static void str_app(struct mg_buf *b, const char *s)
+{
+    mg_buf_append(b, s, strlen(s));
+}
+
+/* Decimal digits of v into out (no NUL); returns their count. */
+static size_t u64_dec(uint64_t v, char out[24])
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
 /* One signed request head: request line, Host, x-amz-date, x-amz-content-sha256, the extra
  * headers, Authorization, Content-Length (when content_length >= 0) and the blank line.
  * extra headers must be given lower case; signed_headers lists all signed names sorted. */
@@ -261,17 +280,35 @@ static void build_signed(const struct mgb_config *cfg, const struct mgb_endpoint
     mg_sigv4_sign_header(&req, S(ep->access_key), S(ep->secret_key), S(cfg->region),
                          S(amz_date), S(signed_headers), S(payload_hash), scratch);
 #undef S
+    /* Appends, not printf: this runs once per unsigned-cacheable request (PUT, DELETE). */
     out->len = 0;
-    mg_buf_appendf(out, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\nx-amz-date: %s\r\n"
-                        "x-amz-content-sha256: %s\r\n",
-                   method, path, query[0] ? "?" : "", query, ep->host, amz_date, payload_hash);
-    for (size_t i = 0; i < nextra; i++)
-        mg_buf_appendf(out, "%.*s: %.*s\r\n", (int)extra[i].name.len, extra[i].name.base,
-                       (int)extra[i].value.len, extra[i].value.base);
+    str_app(out, method);
+    mg_buf_append(out, " ", 1);
+    str_app(out, path);
+    if (query[0]) {
+        mg_buf_append(out, "?", 1);
+        str_app(out, query);
+    }
+    mg_buf_append(out, " HTTP/1.1\r\nHost: ", 17);
+    str_app(out, ep->host);
+    mg_buf_append(out, "\r\nx-amz-date: ", 14);
+    str_app(out, amz_date);
+    mg_buf_append(out, "\r\nx-amz-content-sha256: ", 24);
+    str_app(out, payload_hash);
+    mg_buf_append(out, "\r\n", 2);
+    for (size_t i = 0; i < nextra; i++) {
+        mg_buf_append(out, extra[i].name.base, extra[i].name.len);
+        mg_buf_append(out, ": ", 2);
+        mg_buf_append(out, extra[i].value.base, extra[i].value.len);
+        mg_buf_append(out, "\r\n", 2);
+    }
     mg_buf_append(out, "Authorization: ", 15);
     mg_buf_append(out, scratch->base, scratch->len);
-    if (content_length >= 0)
-        mg_buf_appendf(out, "\r\nContent-Length: %" PRId64, content_length);
+    if (content_length >= 0) {
+        char num[24];
+        mg_buf_append(out, "\r\nContent-Length: ", 18);
+        mg_buf_append(out, num, u64_dec((uint64_t)content_length, num));
+    }
     mg_buf_append(out, "\r\n\r\n", 4);
 }
 
