@@ -416,6 +416,41 @@ int meta__object_decode(const void *v, size_t len, enum meta_rec_kind kind, stru
     return decode_object(v, len, kind, a, o, &partnum);
 }
 
+/* LIST needs a few fields of each entry: read them in place (no copy of the value, no
+ * arrays), validating the framing and the fixed-width fields it reads. */
+int meta__object_decode_summary(const void *v, size_t len, struct mg_arena *a,
+                                struct meta_object *o)
+{
+    const uint8_t *c = v;
+    memset(o, 0, sizeof(*o));
+    if (len < 2 || c[0] != META_REC_OBJECT || c[1] == 0 || c[1] > META_REC_VERSION)
+        return MG_ECORRUPT;
+    struct tlv t = {c + 2, c + len};
+    unsigned tag;
+    const uint8_t *iv;
+    size_t n;
+    int r, have_size = 0;
+    while ((r = tlv_next(&t, &tag, &iv, &n)) == 1) {
+        if ((tag == T_SIZE || tag == T_MTIME) && n != 8)
+            return MG_ECORRUPT;
+        if (tag == T_CKALGO && (n != 4 || meta__get_u32(iv) > MG_CKSUM_MD5))
+            return MG_ECORRUPT;
+        if (tag == T_SIZE) {
+            have_size = 1;
+            o->size = o->data.size = meta__get_u64(iv);
+        } else if (tag == T_MTIME) {
+            o->mtime_ms = (int64_t)meta__get_u64(iv);
+        } else if (tag == T_ETAG) {
+            o->etag = (struct mg_str){mg_arena_dup(a, iv, n), n};
+        } else if (tag == T_OWNER) {
+            o->owner = (struct mg_str){mg_arena_dup(a, iv, n), n};
+        } else if (tag == T_CKALGO) {
+            o->cksum_algo = (enum mg_cksum_algo)meta__get_u32(iv);
+        }
+    }
+    return r < 0 || !have_size ? MG_ECORRUPT : 0;
+}
+
 int meta__part_decode(const void *v, size_t len, struct mg_arena *a, struct meta_part *p)
 {
     struct meta_object o;

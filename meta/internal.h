@@ -86,6 +86,10 @@ void meta__object_encode(const struct meta_object *o, enum meta_rec_kind kind,
  * empty (it lives in the row key). Returns 0 or MG_ECORRUPT. */
 int meta__object_decode(const void *v, size_t len, enum meta_rec_kind kind, struct mg_arena *a,
                         struct meta_object *o);
+/* Only key-independent LIST fields: size, mtime, etag, owner, cksum_algo (data left empty).
+ * Returns 0 or MG_ECORRUPT. */
+int meta__object_decode_summary(const void *v, size_t len, struct mg_arena *a,
+                                struct meta_object *o);
 void meta__part_encode(const struct meta_part *p, struct mg_buf *out);
 int meta__part_decode(const void *v, size_t len, struct mg_arena *a, struct meta_part *p);
 void meta__bucket_encode(const struct meta_bucket *b, struct mg_buf *out);

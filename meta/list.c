@@ -100,7 +100,7 @@ static int emit_object(struct list_acc *acc, struct mg_arena *a, struct mg_str n
                        const char *val, size_t vl)
 {
     struct meta_object o;
-    int rv = meta__object_decode(val, vl, META_REC_OBJECT, a, &o);
+    int rv = meta__object_decode_summary(val, vl, a, &o);
     if (rv != 0) {
         mg_log(MG_LOG_ERROR, "event=corrupt_entry op=list key_len=%zu", name.len);
         return rv;

@@ -4,7 +4,8 @@
  * part and bucket entries (meta/entry.c) and object/upload keys (meta/key.c).
  * The first input byte picks the decoder, the rest is the value. Disk data is
  * never asserted on (STYLE.md 3): every input must decode or be MG_ECORRUPT,
- * and a value that decodes must survive encode -> decode unchanged in shape
+ * a value that decodes must survive encode -> decode unchanged in shape, and
+ * LIST's in-place reader must agree with the full decoder
  * (STYLE.md 7a: valid before written, valid again after read).
  */
 #include <stdint.h>
@@ -49,6 +50,13 @@ static void fuzz_value(unsigned which, const uint8_t *p, size_t n, struct mg_are
         check(rv == 0 || rv == MG_ECORRUPT);
         if (rv == 0)
             roundtrip_object(&o, kind, a);
+        if (kind == META_REC_OBJECT) { /* LIST's reader agrees with the full one */
+            struct meta_object s;
+            int rs = meta__object_decode_summary(p, n, a, &s);
+            check(rs == 0 || rs == MG_ECORRUPT);
+            check(rv != 0 || (rs == 0 && s.size == o.size && s.mtime_ms == o.mtime_ms &&
+                              s.etag.len == o.etag.len && s.cksum_algo == o.cksum_algo));
+        }
         break;
     }
     case 2:
