@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Multipart uploads: Create (the final object's attributes and checksum
+ * algorithm are kept with the upload), UploadPart, UploadPartCopy (a byte
+ * range of an existing object, copied in GW_S3_COPY_SLICE pieces so memory
+ * stays bounded), Complete (ETag "hex(md5 of the part md5s)-N"; meta checks
+ * InvalidPart, InvalidPartOrder, EntityTooSmall), Abort, ListParts and
+ * ListMultipartUploads.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define MG_MODULE "gateway"
+#include "gateway/s3.h"
+
+static int upload_id(struct gw_request *r, struct mg_str *id)
+{
+    if (gw_query(r, "uploadId", id) && id->len > 0)
+        return 0;
+    return MG_ENOSUCHUPLOAD;
+}
+
+static int part_number(struct gw_request *r, uint32_t *n)
+{
+    int present;
+    *n = gw__s3_query_u32(r, "partNumber", META_PART_MAX, &present);
+    if (*n != 0)
+        return 0;
+    snprintf(r->errmsg, sizeof(r->errmsg),
+             "Part number must be an integer between 1 and 10000, inclusive");
+    return MG_EINVALIDARGUMENT;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void gw__s3_mpu_create(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct meta_object tmpl;
+    struct mg_str id, v;
+    struct mg_buf x;
+    int rv;
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0)
+        goto fail;
+    if ((rv = gw__s3_object_from_headers(r, &tmpl)) != 0)
+        goto fail;
+    if (gw_header(r, "x-amz-checksum-algorithm", &v)) {
+        tmpl.cksum_algo = mg_cksum_algo_parse(v);
+        if (tmpl.cksum_algo == MG_CKSUM_NONE || tmpl.cksum_algo == MG_CKSUM_MD5) {
+            snprintf(r->errmsg, sizeof(r->errmsg), "Checksum algorithm %.*s is not supported",
+                     (int)v.len, v.base);
+            rv = MG_EINVALIDARGUMENT;
+            goto fail;
+        }
+    }
+    if ((rv = meta_mpu_create(r->ms, r->bucket, &tmpl, &r->arena, &id)) != 0)
+        goto fail;
+    if (tmpl.cksum_algo != MG_CKSUM_NONE)
+        gw_header_addf(r, "x-amz-checksum-algorithm", "%s", mg_cksum_algo_name(tmpl.cksum_algo));
+    mg_buf_init(&x);
+    gw_xml_open(&x, "InitiateMultipartUploadResult");
+    gw_xml_elem(&x, "Bucket", r->bucket);
+    gw_xml_elem(&x, "Key", r->key);
+    gw_xml_elem(&x, "UploadId", id);
+    gw_xml_close(&x, "InitiateMultipartUploadResult");
+    gw__s3_respond_xml(r, &x);
+    return;
+fail:
+    gw__s3_fail(r, rv, NULL);
+}
+
+/* Bucket write access, upload id, part number and the upload's template. */
+static int part_prologue(struct gw_request *r, struct mg_str *id, uint32_t *n,
+                         struct meta_object *tmpl)
+{
+    struct meta_bucket b;
+    int rv;
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 || (rv = upload_id(r, id)) != 0 ||
+        (rv = part_number(r, n)) != 0)
+        return rv;
+    return meta_mpu_get(r->ms, r->bucket, r->key, *id, &r->arena, tmpl);
+}
+
+void gw__s3_mpu_upload_part(struct gw_request *r)
+{
+    struct meta_object tmpl;
+    struct meta_part part;
+    struct gw_body_result res;
+    struct mg_str id;
+    uint32_t n;
+    int rv;
+    if ((rv = part_prologue(r, &id, &n, &tmpl)) != 0)
+        goto fail;
+    memset(&res, 0, sizeof(res));
+    res.cksum_algo = tmpl.cksum_algo;
+    memset(&part, 0, sizeof(part));
+    if ((rv = gw__s3_store_body(r, &part.data, &res)) != 0)
+        goto fail;
+    part.number = n;
+    part.size = res.size;
+    part.etag = gw__s3_hex_md5(r, res.md5);
+    part.checksum = res.cksum_value;
+    part.mtime_ms = now_ms();
+    /* meta_mpu_put_part owns part.data from here. */
+    if ((rv = meta_mpu_put_part(r->ms, r->bucket, r->key, id, &part)) != 0)
+        goto fail;
+    gw_header_addf(r, "etag", "\"%.*s\"", (int)part.etag.len, part.etag.base);
+    gw__s3_checksum_header(r, res.cksum_value.len ? res.cksum_algo : MG_CKSUM_NONE,
+                           res.cksum_value);
+    gw__s3_respond_empty(r, 200);
+    return;
+fail:
+    gw__s3_fail(r, rv, NULL);
+}
+
+/* x-amz-copy-source-range: "bytes=first-last" inside the source, else whole source. */
+static int copy_range(struct gw_request *r, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    struct mg_str v;
+    unsigned long long a, b;
+    char tail;
+    char buf[64];
+    *off = 0;
+    *len = size;
+    if (!gw_header(r, "x-amz-copy-source-range", &v))
+        return 0;
+    if (v.len >= sizeof(buf))
+        goto invalid;
+    memcpy(buf, v.base, v.len);
+    buf[v.len] = '\0';
+    if (sscanf(buf, "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || a > b || b >= size)
+        goto invalid;
+    *off = a;
+    *len = b - a + 1;
+    return 0;
+invalid:
+    snprintf(r->errmsg, sizeof(r->errmsg),
+             "Range specified is not valid for source object of size: %llu",
+             (unsigned long long)size);
+    return MG_EINVALIDARGUMENT;
+}
+
+/* Copy [off, off+len) of src into a new part: MD5 for the ETag and the upload's checksum
+ * computed on the way. */
+static int copy_bytes(struct gw_request *r, const struct meta_object *src, uint64_t off,
+                      uint64_t len, enum mg_cksum_algo algo, struct meta_part *part)
+{
+    struct meta_data_writer *w;
+    struct mg_cksum md5, ck;
+    uint8_t digest[32];
+    char *slice;
+    uint64_t done = 0;
+    size_t dl;
+    int rv = meta_data_writer_create(r->ms, len, &w);
+    if (rv != 0)
+        return rv;
+    slice = mg_malloc(GW_S3_COPY_SLICE);
+    mg_cksum_init(&md5, MG_CKSUM_MD5);
+    mg_cksum_init(&ck, algo == MG_CKSUM_MD5 ? MG_CKSUM_NONE : algo);
+    /* Bounded: one GW_S3_COPY_SLICE buffer however large the part (<= 5 GiB). */
+    while (rv == 0 && done < len) {
+        size_t n = len - done < GW_S3_COPY_SLICE ? (size_t)(len - done) : GW_S3_COPY_SLICE;
+        rv = meta_data_read(r->ms, &src->data, off + done, slice, n);
+        if (rv == 0)
+            rv = meta_data_writer_append(w, slice, n);
+        if (rv == 0) {
+            mg_cksum_update(&md5, slice, n);
+            if (ck.algo != MG_CKSUM_NONE)
+                mg_cksum_update(&ck, slice, n);
+        }
+        done += n;
+    }
+    mg_free(slice);
+    mg_cksum_final(&md5, digest);
+    mg_cksum_close(&md5);
+    part->etag = gw__s3_hex_md5(r, digest);
+    part->checksum = (struct mg_str){"", 0};
+    if (ck.algo != MG_CKSUM_NONE) {
+        char *b64 = mg_arena_alloc(&r->arena, 48);
+        dl = mg_cksum_final(&ck, digest);
+        part->checksum = (struct mg_str){b64, mg_base64_encode(digest, dl, b64)};
+    }
+    mg_cksum_close(&ck);
+    if (rv != 0) {
+        meta_data_writer_abort(w);
+        return rv;
+    }
+    part->size = len;
+    return meta_data_writer_finish(w, &r->arena, &part->data);
+}
+
+void gw__s3_mpu_upload_part_copy(struct gw_request *r)
+{
+    struct meta_bucket sb;
+    struct meta_object tmpl, src;
+    struct meta_part part;
+    struct mg_str id, sbucket, skey;
+    uint64_t off, len;
+    uint32_t n;
+    int rv;
+    if ((rv = gw__s3_copy_source(r, &sbucket, &skey)) != 0 ||
+        (rv = part_prologue(r, &id, &n, &tmpl)) != 0 ||
+        (rv = gw__s3_object_load(r, sbucket, skey, &sb, &src)) != 0 ||
+        (rv = gw__s3_copy_source_cond(r, &src)) != 0 ||
+        (rv = copy_range(r, src.size, &off, &len)) != 0)
+        goto fail;
+    memset(&part, 0, sizeof(part));
+    if ((rv = copy_bytes(r, &src, off, len, tmpl.cksum_algo, &part)) != 0)
+        goto fail;
+    part.number = n;
+    part.mtime_ms = now_ms();
+    if ((rv = meta_mpu_put_part(r->ms, r->bucket, r->key, id, &part)) != 0)
+        goto fail;
+    gw__s3_respond_copy(r, "CopyPartResult", part.mtime_ms, part.etag, tmpl.cksum_algo,
+                        part.checksum);
+    return;
+fail:
+    gw__s3_fail(r, rv, NULL);
+}
+
+static void object_location(struct gw_request *r, struct mg_buf *loc)
+{
+    const char *scheme = "http";
+    if (r->req->scheme != NULL && r->req->scheme->name.len == 5)
+        scheme = "https";
+    mg_buf_appendf(loc, "%s://%.*s/", scheme, (int)r->req->authority.len,
+                   r->req->authority.base);
+    mg_uri_encode(r->bucket, 0, loc);
+    mg_buf_append(loc, "/", 1);
+    mg_uri_encode(r->key, 1, loc);
+}
+
+void gw__s3_mpu_complete(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct meta_part *parts;
+    struct meta_object out;
+    struct mg_str id, body;
+    struct mg_buf x, loc;
+    size_t n;
+    int rv;
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 || (rv = upload_id(r, &id)) != 0 ||
+        (rv = gw_body_read_all(r, GW_S3_XML_LARGE_MAX, &body)) != 0 ||
+        (rv = gw_xml_parse_complete(body, &r->arena, &parts, &n, r->errmsg)) != 0)
+        goto fail;
+    memset(&out, 0, sizeof(out));
+    if ((rv = meta_mpu_complete(r->ms, r->bucket, r->key, id, parts, n, &r->arena, &out)) != 0)
+        goto fail;
+    mg_buf_init(&loc);
+    object_location(r, &loc);
+    mg_buf_init(&x);
+    gw_xml_open(&x, "CompleteMultipartUploadResult");
+    gw_xml_elem(&x, "Location", (struct mg_str){loc.base, loc.len});
+    gw_xml_elem(&x, "Bucket", r->bucket);
+    gw_xml_elem(&x, "Key", r->key);
+    gw_xml_elemf(&x, "ETag", "\"%.*s\"", (int)out.etag.len, out.etag.base);
+    gw__s3_checksum_elem(&x, out.cksum_algo, out.cksum_value);
+    gw_xml_close(&x, "CompleteMultipartUploadResult");
+    gw__s3_respond_xml(r, &x);
+    mg_buf_close(&loc);
+    return;
+fail:
+    gw__s3_fail(r, rv, NULL);
+}
+
+void gw__s3_mpu_abort(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct mg_str id;
+    int rv;
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) == 0 && (rv = upload_id(r, &id)) == 0)
+        rv = meta_mpu_abort(r->ms, r->bucket, r->key, id);
+    gw__s3_done(r, rv, 204);
+}
+
+/* A numeric query parameter through gw_parse_max; InvalidArgument names it. */
+static int query_max(struct gw_request *r, const char *name, uint32_t dflt, uint32_t cap,
+                     uint32_t *out)
+{
+    struct mg_str v;
+    int present = gw_query(r, name, &v);
+    int rv = gw_parse_max(present ? v : (struct mg_str){"", 0}, present, dflt, cap, out);
+    if (rv != 0)
+        snprintf(r->errmsg, sizeof(r->errmsg), "Provided %s not an integer or within integer "
+                                               "range", name);
+    return rv;
+}
+
+static void emit_parts(struct mg_buf *x, const struct meta_part *parts, size_t n,
+                       enum mg_cksum_algo algo)
+{
+    char date[25];
+    size_t i;
+    for (i = 0; i < n; i++) {
+        gw_xml_start(x, "Part");
+        gw_xml_elemf(x, "PartNumber", "%u", parts[i].number);
+        gw_iso8601(parts[i].mtime_ms, date);
+        gw_xml_elem(x, "LastModified", (struct mg_str){date, strlen(date)});
+        gw_xml_elemf(x, "ETag", "\"%.*s\"", (int)parts[i].etag.len, parts[i].etag.base);
+        gw_xml_elemf(x, "Size", "%llu", (unsigned long long)parts[i].size);
+        gw__s3_checksum_elem(x, algo, parts[i].checksum);
+        gw_xml_end(x, "Part");
+    }
+}
+
+void gw__s3_mpu_list_parts(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct meta_object tmpl;
+    struct meta_part *parts;
+    struct mg_str id;
+    struct mg_buf x;
+    uint32_t max, marker;
+    size_t n;
+    int truncated, rv;
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 || (rv = upload_id(r, &id)) != 0 ||
+        (rv = query_max(r, "max-parts", 1000, 1000, &max)) != 0 ||
+        (rv = query_max(r, "part-number-marker", 0, META_PART_MAX, &marker)) != 0 ||
+        (rv = meta_mpu_get(r->ms, r->bucket, r->key, id, &r->arena, &tmpl)) != 0 ||
+        (rv = meta_mpu_list_parts(r->ms, r->bucket, r->key, id, marker, max, &r->arena, &parts,
+                                  &n, &truncated)) != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    mg_buf_init(&x);
+    gw_xml_open(&x, "ListPartsResult");
+    gw_xml_elem(&x, "Bucket", r->bucket);
+    gw_xml_elem(&x, "Key", r->key);
+    gw_xml_elem(&x, "UploadId", id);
+    gw__s3_xml_owner(&x, "Initiator", tmpl.owner.len ? tmpl.owner : b.owner);
+    gw__s3_xml_owner(&x, "Owner", tmpl.owner.len ? tmpl.owner : b.owner);
+    gw_xml_elem(&x, "StorageClass", (struct mg_str){"STANDARD", 8});
+    gw_xml_elemf(&x, "PartNumberMarker", "%u", marker);
+    gw_xml_elemf(&x, "NextPartNumberMarker", "%u", n > 0 ? parts[n - 1].number : marker);
+    gw_xml_elemf(&x, "MaxParts", "%u", max);
+    gw_xml_elemf(&x, "IsTruncated", "%s", truncated ? "true" : "false");
+    if (tmpl.cksum_algo != MG_CKSUM_NONE && tmpl.cksum_algo != MG_CKSUM_MD5)
+        gw_xml_elemf(&x, "ChecksumAlgorithm", "%s", mg_cksum_algo_name(tmpl.cksum_algo));
+    emit_parts(&x, parts, n, tmpl.cksum_algo);
+    gw_xml_close(&x, "ListPartsResult");
+    gw__s3_respond_xml(r, &x);
+}
+
+struct uploads_args {
+    struct mg_str prefix, delimiter, key_marker, id_marker;
+    uint32_t max;
+    int url;
+};
+
+static void emit_uploads(struct gw_request *r, const struct uploads_args *a,
+                         const struct meta_bucket *b, const struct meta_upload *u, size_t n,
+                         int truncated)
+{
+    struct mg_buf x;
+    struct mg_str last_prefix = {"", 0};
+    char date[25];
+    size_t i;
+    mg_buf_init(&x);
+    gw_xml_open(&x, "ListMultipartUploadsResult");
+    gw_xml_elem(&x, "Bucket", b->name);
+    gw_xml_elem_enc(&x, "KeyMarker", a->key_marker, a->url);
+    gw_xml_elem(&x, "UploadIdMarker", a->id_marker);
+    if (truncated && n > 0) {
+        gw_xml_elem_enc(&x, "NextKeyMarker", u[n - 1].key, a->url);
+        gw_xml_elem(&x, "NextUploadIdMarker", u[n - 1].upload_id);
+    }
+    if (a->prefix.len > 0)
+        gw_xml_elem_enc(&x, "Prefix", a->prefix, a->url);
+    if (a->delimiter.len > 0)
+        gw_xml_elem_enc(&x, "Delimiter", a->delimiter, a->url);
+    if (a->url)
+        gw_xml_elem(&x, "EncodingType", (struct mg_str){"url", 3});
+    gw_xml_elemf(&x, "MaxUploads", "%u", a->max);
+    gw_xml_elemf(&x, "IsTruncated", "%s", truncated ? "true" : "false");
+    for (i = 0; i < n; i++) {
+        const char *hit = NULL;
+        if (a->delimiter.len > 0 && u[i].key.len > a->prefix.len)
+            hit = memmem(u[i].key.base + a->prefix.len, u[i].key.len - a->prefix.len,
+                         a->delimiter.base, a->delimiter.len);
+        if (hit != NULL) { /* rolled up into a common prefix (within this page) */
+            struct mg_str p = {u[i].key.base, (size_t)(hit - u[i].key.base) + a->delimiter.len};
+            if (!(p.len == last_prefix.len && memcmp(p.base, last_prefix.base, p.len) == 0)) {
+                gw_xml_start(&x, "CommonPrefixes");
+                gw_xml_elem_enc(&x, "Prefix", p, a->url);
+                gw_xml_end(&x, "CommonPrefixes");
+                last_prefix = p;
+            }
+            continue;
+        }
+        gw_xml_start(&x, "Upload");
+        gw_xml_elem_enc(&x, "Key", u[i].key, a->url);
+        gw_xml_elem(&x, "UploadId", u[i].upload_id);
+        gw__s3_xml_owner(&x, "Initiator", u[i].owner.len ? u[i].owner : b->owner);
+        gw__s3_xml_owner(&x, "Owner", u[i].owner.len ? u[i].owner : b->owner);
+        gw_xml_elem(&x, "StorageClass", (struct mg_str){"STANDARD", 8});
+        gw_iso8601(u[i].initiated_ms, date);
+        gw_xml_elem(&x, "Initiated", (struct mg_str){date, strlen(date)});
+        gw_xml_end(&x, "Upload");
+    }
+    gw_xml_close(&x, "ListMultipartUploadsResult");
+    gw__s3_respond_xml(r, &x);
+}
+
+void gw__s3_mpu_list_uploads(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct meta_upload *u = NULL;
+    struct uploads_args a;
+    struct mg_str v;
+    size_t n = 0;
+    int truncated = 0, rv;
+    memset(&a, 0, sizeof(a));
+    a.prefix = gw_query(r, "prefix", &v) ? v : (struct mg_str){"", 0};
+    a.delimiter = gw_query(r, "delimiter", &v) ? v : (struct mg_str){"", 0};
+    a.key_marker = gw_query(r, "key-marker", &v) ? v : (struct mg_str){"", 0};
+    a.id_marker = gw_query(r, "upload-id-marker", &v) ? v : (struct mg_str){"", 0};
+    a.url = gw_query(r, "encoding-type", &v) && v.len == 3 && memcmp(v.base, "url", 3) == 0;
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 ||
+        (rv = query_max(r, "max-uploads", 1000, 1000, &a.max)) != 0)
+        goto fail;
+    if (a.max > 0 && (rv = meta_mpu_list(r->ms, r->bucket, a.prefix, a.key_marker, a.id_marker,
+                                         a.max, &r->arena, &u, &n, &truncated)) != 0)
+        goto fail;
+    emit_uploads(r, &a, &b, u, n, truncated);
+    return;
+fail:
+    gw__s3_fail(r, rv, NULL);
+}

@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Object S3 operations: PutObject (body streamed into the blob store, ETag =
+ * hex MD5, checksums stored and echoed, conditional PUT), GetObject and
+ * HeadObject (Range, partNumber, conditional headers, response-* overrides,
+ * checksum mode), DeleteObject (idempotent), DeleteObjects, CopyObject
+ * (COPY/REPLACE directives, copy-source conditions), object tagging and
+ * canned ACLs, and GetObjectAttributes. Semantics follow the S3 API
+ * reference; where it is silent, Ceph RGW's answers.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define MG_MODULE "gateway"
+#include "gateway/s3.h"
+
+static int str_ieq(struct mg_str a, const char *lit)
+{
+    size_t l = strlen(lit);
+    return a.len == l && strncasecmp(a.base, lit, l) == 0;
+}
+
+/* ------------------------------------------------------------------------ PUT */
+
+/* If-None-Match: * and If-Match on PUT (conditional writes). Other If-None-Match values are
+ * NotImplemented, as in S3. */
+static int put_cond(struct gw_request *r, struct meta_put_cond *cond)
+{
+    struct mg_str v;
+    memset(cond, 0, sizeof(*cond));
+    if (gw_header(r, "if-none-match", &v)) {
+        if (!(v.len == 1 && v.base[0] == '*')) {
+            snprintf(r->errmsg, sizeof(r->errmsg), "If-None-Match on PUT only supports *");
+            return MG_ENOTIMPLEMENTED;
+        }
+        cond->if_none_match_any = 1;
+    }
+    if (gw_header(r, "if-match", &v)) {
+        while (v.len > 0 && (v.base[0] == ' ' || v.base[0] == '"'))
+            v.base++, v.len--;
+        while (v.len > 0 && (v.base[v.len - 1] == ' ' || v.base[v.len - 1] == '"'))
+            v.len--;
+        cond->if_match = v;
+    }
+    return 0;
+}
+
+void gw__s3_put_object(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct meta_object o;
+    struct meta_put_cond cond;
+    struct gw_body_result res;
+    int rv;
+
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0)
+        goto fail;
+    if ((rv = gw__s3_object_from_headers(r, &o)) != 0 || (rv = put_cond(r, &cond)) != 0)
+        goto fail;
+    memset(&res, 0, sizeof(res));
+    res.cksum_algo = MG_CKSUM_NONE;
+    if ((rv = gw__s3_store_body(r, &o.data, &res)) != 0)
+        goto fail;
+    o.size = res.size;
+    o.etag = gw__s3_hex_md5(r, res.md5);
+    o.cksum_algo = res.cksum_value.len > 0 ? res.cksum_algo : MG_CKSUM_NONE;
+    o.cksum_value = res.cksum_value;
+    /* meta_object_put owns o.data from here, on success and failure alike. */
+    if ((rv = meta_object_put(r->ms, r->bucket, &o, &cond)) != 0)
+        goto fail;
+    gw_header_addf(r, "etag", "\"%.*s\"", (int)o.etag.len, o.etag.base);
+    gw__s3_checksum_header(r, o.cksum_algo, o.cksum_value);
+    gw__s3_respond_empty(r, 200);
+    return;
+fail:
+    gw__s3_fail(r, rv, NULL);
+}
+
+/* ------------------------------------------------------------------- GET/HEAD */
+
+static int has_response_overrides(struct gw_request *r)
+{
+    static const char *const names[] = {"response-content-type", "response-content-language",
+                                        "response-expires", "response-cache-control",
+                                        "response-content-disposition",
+                                        "response-content-encoding"};
+    struct mg_str v;
+    size_t i;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (gw_query(r, names[i], &v))
+            return 1;
+    return 0;
+}
+
+/* What a GET sends: [off, off+len) with status, and which checksum goes with it. */
+struct get_plan {
+    int status;
+    uint64_t off;
+    uint64_t len;
+    int part;                  /* ?partNumber=, 0 if none */
+    struct mg_str cksum_value; /* empty: no checksum header */
+};
+
+static int plan_part(struct gw_request *r, const struct meta_object *o, struct get_plan *p)
+{
+    size_t i;
+    if (p->part == 0) {
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "Part number must be an integer between 1 and 10000, inclusive");
+        return MG_EINVALIDARGUMENT;
+    }
+    if (o->nparts == 0) {
+        if (p->part != 1)
+            goto not_satisfiable;
+        p->len = o->size;
+        p->status = o->size > 0 ? 206 : 200;
+        p->cksum_value = o->cksum_value;
+        return 0;
+    }
+    if ((size_t)p->part > o->nparts)
+        goto not_satisfiable;
+    for (i = 0; i + 1 < (size_t)p->part; i++)
+        p->off += o->parts[i].size;
+    p->len = o->parts[p->part - 1].size;
+    p->status = 206;
+    p->cksum_value = o->parts[p->part - 1].checksum;
+    return 0;
+not_satisfiable:
+    /* S3: InvalidPartNumber (416); common/err.h has InvalidRange with that status. */
+    snprintf(r->errmsg, sizeof(r->errmsg), "The requested partnumber is not satisfiable");
+    return MG_EINVALIDRANGE;
+}
+
+static int plan_get(struct gw_request *r, const struct meta_object *o, struct get_plan *p)
+{
+    struct mg_str range;
+    int has_range = gw_header(r, "range", &range);
+    int present, rv;
+    memset(p, 0, sizeof(*p));
+    p->status = 200;
+    p->len = o->size;
+    p->cksum_value = o->cksum_value;
+    p->part = (int)gw__s3_query_u32(r, "partNumber", META_PART_MAX, &present);
+    if (present) {
+        if (has_range) {
+            snprintf(r->errmsg, sizeof(r->errmsg),
+                     "Cannot specify both Range header and partNumber query parameter");
+            return MG_EINVALIDREQUEST;
+        }
+        return plan_part(r, o, p);
+    }
+    if (!has_range)
+        return 0;
+    rv = gw_range_parse(range, o->size, &p->off, &p->len);
+    if (rv == MG_EINVALIDRANGE) {
+        gw_header_addf(r, "content-range", "bytes */%llu", (unsigned long long)o->size);
+        return rv;
+    }
+    if (rv == 1) {
+        p->status = 206;
+        p->cksum_value = (struct mg_str){"", 0}; /* S3 sends checksums for whole objects */
+    }
+    return 0;
+}
+
+void gw__s3_get_object(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct meta_object o;
+    struct gw_cond cond;
+    struct get_plan plan;
+    struct mg_str v;
+    char date[30];
+    int rv = gw__s3_object_load(r, r->bucket, r->key, &b, &o);
+    if (rv != 0)
+        goto fail;
+    if (r->user == NULL && has_response_overrides(r)) {
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "Request specific response headers cannot be used for anonymous GET requests.");
+        rv = MG_EINVALIDREQUEST;
+        goto fail;
+    }
+    gw__s3_cond_read(r, "if-", &cond);
+    if ((rv = gw_cond_eval(&cond, o.etag, o.mtime_ms)) != 0) {
+        if (rv == MG_ENOTMODIFIED) { /* a 304 still names the representation */
+            gw_http_date(o.mtime_ms, date);
+            gw_header_add(r, "last-modified", (struct mg_str){date, strlen(date)});
+            gw_header_addf(r, "etag", "\"%.*s\"", (int)o.etag.len, o.etag.base);
+        }
+        goto fail;
+    }
+    if ((rv = plan_get(r, &o, &plan)) != 0)
+        goto fail;
+    gw__s3_object_headers(r, &o);
+    if (plan.status == 206 && plan.len > 0)
+        gw_header_addf(r, "content-range", "bytes %llu-%llu/%llu",
+                       (unsigned long long)plan.off,
+                       (unsigned long long)(plan.off + plan.len - 1), (unsigned long long)o.size);
+    if (plan.part > 0 && o.nparts > 0)
+        gw_header_addf(r, "x-amz-mp-parts-count", "%zu", o.nparts);
+    if (gw_header(r, "x-amz-checksum-mode", &v) && str_ieq(v, "ENABLED")) {
+        gw__s3_checksum_header(r, o.cksum_algo, plan.cksum_value);
+        if (plan.cksum_value.len > 0 &&
+            memchr(plan.cksum_value.base, '-', plan.cksum_value.len) != NULL)
+            gw_header_add(r, "x-amz-checksum-type", (struct mg_str){"COMPOSITE", 9});
+    }
+    gw_respond_data(r, plan.status, &o.data, plan.off, plan.len);
+    return;
+fail:
+    gw__s3_fail(r, rv, NULL);
+}
+
+/* --------------------------------------------------------------------- DELETE */
+
+void gw__s3_delete_object(struct gw_request *r)
+{
+    struct meta_bucket b;
+    int rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b);
+    if (rv == 0)
+        rv = meta_object_delete(r->ms, r->bucket, r->key, NULL);
+    gw__s3_done(r, rv, 204);
+}
+
+void gw__s3_delete_objects(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct gw_delete_req req;
+    struct mg_str body;
+    struct mg_buf x;
+    size_t i;
+    int rv;
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 ||
+        (rv = gw_body_read_all(r, GW_S3_XML_LARGE_MAX, &body)) != 0 ||
+        (rv = gw_xml_parse_delete(body, &r->arena, &req, r->errmsg)) != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    mg_buf_init(&x);
+    gw_xml_open(&x, "DeleteResult");
+    for (i = 0; i < req.nkeys; i++) {
+        rv = req.keys[i].len > META_KEY_MAX
+                 ? MG_EKEYTOOLONG
+                 : meta_object_delete(r->ms, r->bucket, req.keys[i], NULL);
+        if (rv == 0) {
+            if (req.quiet)
+                continue;
+            gw_xml_start(&x, "Deleted");
+            gw_xml_elem(&x, "Key", req.keys[i]);
+            gw_xml_end(&x, "Deleted");
+            continue;
+        }
+        mg_log(MG_LOG_WARN, "event=delete_objects_key_failed req=%s err=%s", r->request_id,
+               mg_err_name(rv));
+        gw_xml_start(&x, "Error");
+        gw_xml_elem(&x, "Key", req.keys[i]);
+        gw_xml_elemf(&x, "Code", "%s", mg_err_s3code(rv));
+        gw_xml_elemf(&x, "Message", "%s", mg_err_message(rv));
+        gw_xml_end(&x, "Error");
+    }
+    gw_xml_close(&x, "DeleteResult");
+    gw__s3_respond_xml(r, &x);
+}
+
+/* ----------------------------------------------------------------------- COPY */
+
+/* x-amz-{metadata,tagging}-directive: 0 COPY (default), 1 REPLACE, -1 invalid. */
+static int directive(struct gw_request *r, const char *header)
+{
+    struct mg_str v;
+    if (!gw_header(r, header, &v) || str_ieq(v, "COPY"))
+        return 0;
+    return str_ieq(v, "REPLACE") ? 1 : -1;
+}
+
+static int copy_dest(struct gw_request *r, const struct meta_object *src, int self,
+                     struct meta_object *dst)
+{
+    int meta_dir = directive(r, "x-amz-metadata-directive");
+    int tag_dir = directive(r, "x-amz-tagging-directive");
+    int rv;
+    if (meta_dir < 0 || tag_dir < 0) {
+        snprintf(r->errmsg, sizeof(r->errmsg), "Unknown %s directive.",
+                 meta_dir < 0 ? "metadata" : "tagging");
+        return MG_EINVALIDARGUMENT;
+    }
+    if (self && meta_dir == 0) {
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "This copy request is illegal because it is trying to copy an object to itself "
+                 "without changing the object's metadata, storage class, website redirect "
+                 "location or encryption attributes.");
+        return MG_EINVALIDREQUEST;
+    }
+    if ((rv = gw__s3_object_from_headers(r, dst)) != 0)
+        return rv;
+    if (meta_dir == 0) {
+        dst->content_type = src->content_type;
+        dst->content_encoding = src->content_encoding;
+        dst->cache_control = src->cache_control;
+        dst->content_disposition = src->content_disposition;
+        dst->content_language = src->content_language;
+        dst->expires = src->expires;
+        dst->user_meta = src->user_meta;
+        dst->nuser_meta = src->nuser_meta;
+    }
+    if (tag_dir == 0) {
+        dst->tags = src->tags;
+        dst->ntags = src->ntags;
+    }
+    return 0;
+}
+
+void gw__s3_copy_object(struct gw_request *r)
+{
+    struct meta_bucket b, sb;
+    struct meta_object src, dst, out;
+    struct mg_str sbucket, skey;
+    int rv;
+    if ((rv = gw__s3_copy_source(r, &sbucket, &skey)) != 0 ||
+        (rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 ||
+        (rv = gw__s3_object_load(r, sbucket, skey, &sb, &src)) != 0 ||
+        (rv = gw__s3_copy_source_cond(r, &src)) != 0)
+        goto fail;
+    if ((rv = copy_dest(r, &src, gw__s3_str_eq(sbucket, r->bucket) && gw__s3_str_eq(skey, r->key), &dst)) !=
+        0)
+        goto fail;
+    memset(&out, 0, sizeof(out));
+    if ((rv = meta_object_copy(r->ms, sbucket, skey, r->bucket, &dst, &r->arena, &out)) != 0)
+        goto fail;
+    gw__s3_respond_copy(r, "CopyObjectResult", out.mtime_ms, out.etag, out.cksum_algo,
+                        out.cksum_value);
+    return;
+fail:
+    gw__s3_fail(r, rv, NULL);
+}
+
+/* ---------------------------------------------------------------- tagging, ACL */
+
+void gw__s3_object_tagging(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct meta_object o, upd;
+    int rv;
+    if (r->op == GW_OP_GET_OBJECT_TAGGING) {
+        if ((rv = gw__s3_object_load(r, r->bucket, r->key, &b, &o)) != 0)
+            gw__s3_fail(r, rv, NULL);
+        else
+            gw__s3_emit_tagging(r, o.tags, o.ntags);
+        return;
+    }
+    memset(&upd, 0, sizeof(upd)); /* DeleteObjectTagging: an empty set */
+    rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b);
+    if (rv == 0 && r->op == GW_OP_PUT_OBJECT_TAGGING)
+        rv = gw__s3_read_tagging(r, GW_OBJECT_TAGS_MAX, &upd.tags, &upd.ntags);
+    if (rv == 0)
+        rv = meta_object_update(r->ms, r->bucket, r->key, META_OBJECT_SET_TAGS, &upd);
+    gw__s3_done(r, rv, r->op == GW_OP_PUT_OBJECT_TAGGING ? 200 : 204);
+}
+
+void gw__s3_object_acl(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct meta_object o, upd;
+    struct mg_str owner = {"", 0};
+    int rv = gw__s3_object_load(r, r->bucket, r->key, &b, &o);
+    /* READ_ACP / WRITE_ACP: the bucket owner and the object owner. */
+    if (rv == 0 && !gw__s3_is_owner(r, b.owner) && !gw__s3_is_owner(r, o.owner))
+        rv = MG_EACCESSDENIED;
+    if (rv == 0)
+        owner = o.owner.len > 0 ? o.owner : b.owner;
+    if (rv == 0 && r->op == GW_OP_GET_OBJECT_ACL) {
+        gw__s3_emit_acl(r, owner, o.acl);
+        return;
+    }
+    memset(&upd, 0, sizeof(upd));
+    if (rv == 0)
+        rv = gw__s3_acl_from_request(r, 1, owner, &upd.acl);
+    if (rv == 0)
+        rv = meta_object_update(r->ms, r->bucket, r->key, META_OBJECT_SET_ACL, &upd);
+    gw__s3_done(r, rv, 200);
+}
+
+/* -------------------------------------------------------- GetObjectAttributes */
+
+enum {
+    ATTR_ETAG = 1,
+    ATTR_CHECKSUM = 2,
+    ATTR_PARTS = 4,
+    ATTR_STORAGE = 8,
+    ATTR_SIZE = 16,
+};
+
+static int parse_attributes(struct gw_request *r, unsigned *mask)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"ETag", ATTR_ETAG},
+                 {"Checksum", ATTR_CHECKSUM},
+                 {"ObjectParts", ATTR_PARTS},
+                 {"StorageClass", ATTR_STORAGE},
+                 {"ObjectSize", ATTR_SIZE}};
+    struct mg_str v;
+    size_t i, j, start = 0;
+    *mask = 0;
+    if (!gw_header(r, "x-amz-object-attributes", &v) || v.len == 0)
+        goto invalid;
+    for (i = 0; i <= v.len; i++) {
+        struct mg_str t;
+        if (i < v.len && v.base[i] != ',')
+            continue;
+        t = (struct mg_str){v.base + start, i - start};
+        start = i + 1;
+        while (t.len > 0 && t.base[0] == ' ')
+            t.base++, t.len--;
+        while (t.len > 0 && t.base[t.len - 1] == ' ')
+            t.len--;
+        for (j = 0; j < sizeof(names) / sizeof(names[0]); j++)
+            if (t.len == strlen(names[j].name) && memcmp(t.base, names[j].name, t.len) == 0)
+                break;
+        if (j == sizeof(names) / sizeof(names[0]))
+            goto invalid;
+        *mask |= names[j].bit;
+    }
+    return 0;
+invalid:
+    snprintf(r->errmsg, sizeof(r->errmsg), "Invalid attribute name specified.");
+    return MG_EINVALIDARGUMENT;
+}
+
+static void emit_object_parts(struct gw_request *r, const struct meta_object *o,
+                              struct mg_buf *x)
+{
+    struct mg_str v;
+    uint32_t max = 1000, marker = 0;
+    size_t i, shown = 0, last = 0;
+    if (gw_header(r, "x-amz-max-parts", &v))
+        (void)gw_parse_max(v, 1, 1000, 1000, &max);
+    if (gw_header(r, "x-amz-part-number-marker", &v))
+        (void)gw_parse_max(v, 1, 0, META_PART_MAX, &marker);
+    gw_xml_start(x, "ObjectParts");
+    gw_xml_elemf(x, "PartsCount", "%zu", o->nparts); /* TotalPartsCount on the wire */
+    gw_xml_elemf(x, "PartNumberMarker", "%u", marker);
+    gw_xml_elemf(x, "MaxParts", "%u", max);
+    for (i = 0; i < o->nparts; i++) {
+        if (o->parts[i].number <= marker)
+            continue;
+        if (shown == max)
+            break;
+        gw_xml_start(x, "Part");
+        gw__s3_checksum_elem(x, o->cksum_algo, o->parts[i].checksum);
+        gw_xml_elemf(x, "PartNumber", "%u", o->parts[i].number);
+        gw_xml_elemf(x, "Size", "%llu", (unsigned long long)o->parts[i].size);
+        gw_xml_end(x, "Part");
+        last = o->parts[i].number;
+        shown++;
+    }
+    gw_xml_elemf(x, "IsTruncated", "%s", i < o->nparts ? "true" : "false");
+    if (i < o->nparts)
+        gw_xml_elemf(x, "NextPartNumberMarker", "%zu", last);
+    gw_xml_end(x, "ObjectParts");
+}
+
+void gw__s3_object_attributes(struct gw_request *r)
+{
+    struct meta_bucket b;
+    struct meta_object o;
+    struct mg_buf x;
+    char date[30];
+    unsigned mask;
+    int rv;
+    if ((rv = gw__s3_object_load(r, r->bucket, r->key, &b, &o)) != 0 ||
+        (rv = parse_attributes(r, &mask)) != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    gw_http_date(o.mtime_ms, date);
+    gw_header_add(r, "last-modified", (struct mg_str){date, strlen(date)});
+    mg_buf_init(&x);
+    gw_xml_open(&x, "GetObjectAttributesResponse");
+    if (mask & ATTR_ETAG)
+        gw_xml_elem(&x, "ETag", o.etag); /* unquoted here, as S3 sends it */
+    if ((mask & ATTR_CHECKSUM) && o.cksum_algo != MG_CKSUM_NONE && o.cksum_value.len > 0) {
+        gw_xml_start(&x, "Checksum");
+        gw__s3_checksum_elem(&x, o.cksum_algo, o.cksum_value);
+        gw_xml_end(&x, "Checksum");
+    }
+    if ((mask & ATTR_PARTS) && o.nparts > 0)
+        emit_object_parts(r, &o, &x);
+    if (mask & ATTR_STORAGE)
+        gw_xml_elem(&x, "StorageClass", (struct mg_str){"STANDARD", 8});
+    if (mask & ATTR_SIZE)
+        gw_xml_elemf(&x, "ObjectSize", "%llu", (unsigned long long)o.size);
+    gw_xml_close(&x, "GetObjectAttributesResponse");
+    gw__s3_respond_xml(r, &x);
+}
