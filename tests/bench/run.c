@@ -416,10 +416,27 @@ static void pool_add(struct thr *t, uint64_t id)
     t->pool[t->pool_len++] = id;
 }
 
+/* Whether a request on key id is in flight on one of this thread's connections. Keys are
+ * owned by one thread, so this is exact; it costs one pass over the thread's connections. */
+static int key_busy(const struct thr *t, uint64_t id)
+{
+    for (unsigned i = 0; i < t->nconns; i++) {
+        const struct conn *c = &t->conns[i];
+        if ((c->state == C_SEND || c->state == C_RECV) && c->id == id && c->nobjs == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A random existing key; take: remove it from the pool (DELETE, RENAME). A key that is
+ * being read is not taken (a few tries), or the read would race the delete and fail with
+ * a 404 that is the benchmark's fault, not the server's. */
 static uint64_t pool_pick(struct thr *t, int take)
 {
     assert(t->pool_len > 0);
     size_t i = (size_t)mgb_rng_below(&t->rng, t->pool_len);
+    for (int tries = 0; take && tries < 8 && key_busy(t, t->pool[i]); tries++)
+        i = (size_t)mgb_rng_below(&t->rng, t->pool_len);
     uint64_t id = t->pool[i];
     if (take)
         t->pool[i] = t->pool[--t->pool_len];
