@@ -47,7 +47,8 @@ int fx_setup(void **state)
 int fx_teardown(void **state)
 {
     struct fx *f = *state;
-    meta_store_close(f->ms);
+    if (f->ms != NULL)
+        meta_store_close(f->ms);
     mg_arena_close(&f->a);
     nftw(f->dir, on_rm, 16, FTW_DEPTH | FTW_PHYS);
     mg_free(f);
@@ -128,14 +129,17 @@ char *fx_get(struct fx *f, struct mg_str bucket, struct mg_str key, size_t *len,
     return buf;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     mg_log_set_level("warn");
+    if (argc == 3 && strcmp(argv[1], "--kill9-child") == 0)
+        return test_store_kill9_child(argv[2]);
     int failed = 0;
     failed += test_key_run();
     failed += test_bucket_run();
     failed += test_object_run();
     failed += test_list_run();
     failed += test_mpu_run();
+    failed += test_store_run();
     return failed;
 }

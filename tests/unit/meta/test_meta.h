@@ -54,5 +54,8 @@ int test_bucket_run(void);
 int test_object_run(void);
 int test_list_run(void);
 int test_mpu_run(void);
+int test_store_run(void);
+/* The kill -9 writer (test_store.c), run as "test_meta --kill9-child DIR". */
+int test_store_kill9_child(const char *dir);
 
 #endif
