@@ -94,8 +94,7 @@ int meta_bucket_get(struct meta_store *ms, struct mg_str name, struct mg_arena *
     if (rv == 0)
         out->name = (struct mg_str){mg_arena_dup(a, name.base, name.len), name.len};
     if (rv == MG_ECORRUPT)
-        mg_log(MG_LOG_ERROR, "event=corrupt_bucket_record bucket=%.*s", (int)name.len,
-               name.base);
+        mg_log(MG_LOG_ERROR, "event=corrupt_bucket_record bucket=%.*s", (int)name.len, name.base);
     mg_buf_close(&k);
     mg_buf_close(&v);
     return rv;
@@ -279,12 +278,11 @@ int meta_bucket_list(struct meta_store *ms, struct mg_str owner, struct mg_arena
         const char *val = eng_iter_value(it, &vl);
         struct meta_bucket bk;
         if (meta__bucket_decode(val, vl, a, &bk) != 0) {
-            mg_log(MG_LOG_ERROR, "event=corrupt_bucket_record bucket=%.*s", (int)kl - 1,
-                   key + 1);
+            mg_log(MG_LOG_ERROR, "event=corrupt_bucket_record bucket=%.*s", (int)kl - 1, key + 1);
             continue; /* one bad row must not hide every other bucket */
         }
-        if (owner.len && (bk.owner.len != owner.len ||
-                          memcmp(bk.owner.base, owner.base, owner.len) != 0))
+        if (owner.len &&
+            (bk.owner.len != owner.len || memcmp(bk.owner.base, owner.base, owner.len) != 0))
             continue;
         bk.name = (struct mg_str){mg_arena_dup(a, key + 1, kl - 1), kl - 1};
         if (cnt == cap)

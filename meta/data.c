@@ -20,7 +20,7 @@
 struct meta_data_writer {
     struct meta_store *ms;
     uint64_t size_hint;
-    char *buf;                 /* inline bytes, until bw exists */
+    char *buf; /* inline bytes, until bw exists */
     size_t len;
     size_t cap;
     struct eng_blob_writer *bw; /* once past the inline threshold */

@@ -16,8 +16,8 @@
 #include "meta/internal.h"
 
 enum {
-    T_SIZE = 1,      /* u64 */
-    T_MTIME = 2,     /* u64 (ms) */
+    T_SIZE = 1,  /* u64 */
+    T_MTIME = 2, /* u64 (ms) */
     T_ETAG = 3,
     T_CTYPE = 4,
     T_CENC = 5,
@@ -25,11 +25,11 @@ enum {
     T_CDISP = 7,
     T_CLANG = 8,
     T_EXPIRES = 9,
-    T_UMETA = 10,    /* kv: LEB128 klen, k, v */
-    T_TAG = 11,      /* kv */
-    T_ACL = 12,      /* u32 */
+    T_UMETA = 10, /* kv: LEB128 klen, k, v */
+    T_TAG = 11,   /* kv */
+    T_ACL = 12,   /* u32 */
     T_OWNER = 13,
-    T_CKALGO = 14,   /* u32 */
+    T_CKALGO = 14, /* u32 */
     T_CKVAL = 15,
     T_PARTINFO = 16, /* u32 number, u64 size, checksum */
     T_INLINE = 17,   /* the bytes */
@@ -128,8 +128,7 @@ static void w_data(struct mg_buf *o, const struct meta_data *d)
     }
 }
 
-void meta__object_encode(const struct meta_object *o, enum meta_rec_kind kind,
-                         struct mg_buf *out)
+void meta__object_encode(const struct meta_object *o, enum meta_rec_kind kind, struct mg_buf *out)
 {
     assert(kind == META_REC_OBJECT || kind == META_REC_UPLOAD);
     w_begin(out, kind);
@@ -306,17 +305,37 @@ static int r_object_item(struct obj_scan *s, unsigned tag, const uint8_t *v, siz
     case T_MTIME:
         o->mtime_ms = n == 8 ? (int64_t)meta__get_u64(v) : 0;
         return r_fixed(n, 8);
-    case T_ETAG: o->etag = s_of(v, n); return 0;
-    case T_CTYPE: o->content_type = s_of(v, n); return 0;
-    case T_CENC: o->content_encoding = s_of(v, n); return 0;
-    case T_CACHE: o->cache_control = s_of(v, n); return 0;
-    case T_CDISP: o->content_disposition = s_of(v, n); return 0;
-    case T_CLANG: o->content_language = s_of(v, n); return 0;
-    case T_EXPIRES: o->expires = s_of(v, n); return 0;
-    case T_OWNER: o->owner = s_of(v, n); return 0;
-    case T_CKVAL: o->cksum_value = s_of(v, n); return 0;
-    case T_UMETA: return r_kv(v, n, &o->user_meta[o->nuser_meta++]);
-    case T_TAG: return r_kv(v, n, &o->tags[o->ntags++]);
+    case T_ETAG:
+        o->etag = s_of(v, n);
+        return 0;
+    case T_CTYPE:
+        o->content_type = s_of(v, n);
+        return 0;
+    case T_CENC:
+        o->content_encoding = s_of(v, n);
+        return 0;
+    case T_CACHE:
+        o->cache_control = s_of(v, n);
+        return 0;
+    case T_CDISP:
+        o->content_disposition = s_of(v, n);
+        return 0;
+    case T_CLANG:
+        o->content_language = s_of(v, n);
+        return 0;
+    case T_EXPIRES:
+        o->expires = s_of(v, n);
+        return 0;
+    case T_OWNER:
+        o->owner = s_of(v, n);
+        return 0;
+    case T_CKVAL:
+        o->cksum_value = s_of(v, n);
+        return 0;
+    case T_UMETA:
+        return r_kv(v, n, &o->user_meta[o->nuser_meta++]);
+    case T_TAG:
+        return r_kv(v, n, &o->tags[o->ntags++]);
     case T_ACL:
         if (n != 4 || meta__get_u32(v) > META_ACL_AUTHENTICATED_READ)
             return MG_ECORRUPT;
@@ -478,7 +497,9 @@ static int r_bucket_item(struct meta_bucket *b, unsigned tag, const uint8_t *v, 
         *have_id = 1;
         b->id = n == 8 ? meta__get_u64(v) : 0;
         return r_fixed(n, 8);
-    case TB_OWNER: b->owner = s_of(v, n); return 0;
+    case TB_OWNER:
+        b->owner = s_of(v, n);
+        return 0;
     case TB_CREATED:
         b->created_ms = n == 8 ? (int64_t)meta__get_u64(v) : 0;
         return r_fixed(n, 8);
@@ -487,9 +508,13 @@ static int r_bucket_item(struct meta_bucket *b, unsigned tag, const uint8_t *v, 
             return MG_ECORRUPT;
         b->acl = (enum meta_acl)meta__get_u32(v);
         return 0;
-    case TB_TAG: return r_kv(v, n, &b->tags[b->ntags++]);
-    case TB_LIFECYCLE: b->lifecycle = s_of(v, n); return 0;
-    default: return 0;
+    case TB_TAG:
+        return r_kv(v, n, &b->tags[b->ntags++]);
+    case TB_LIFECYCLE:
+        b->lifecycle = s_of(v, n);
+        return 0;
+    default:
+        return 0;
     }
 }
 

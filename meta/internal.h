@@ -18,13 +18,13 @@
 
 /* ------------------------------------------------------------ key schema */
 
-#define META_T_BUCKET 'B'  /* B · bucket-name -> bucket record */
-#define META_T_META 'M'    /* M · bucket-id · parent-id · name -> object entry */
-#define META_T_UPLOAD 'U'  /* U · bucket-id · parent-id · esc(name) · 00 01 · upload-id [· part] */
-#define META_T_SEQ 'S'     /* S · "bucket-id" -> last allocated bucket id (8B BE) */
-#define META_T_INDEX 'I'   /* I · index-id · ... (ENG_CF_INDEX) */
-#define META_IDX_TIME 1    /* I · 1 · bucket-id · created-ms · name -> "" */
-#define META_IDX_BLOB 2    /* I · 2 · segment · offset -> bucket-id · name */
+#define META_T_BUCKET 'B' /* B · bucket-name -> bucket record */
+#define META_T_META 'M'   /* M · bucket-id · parent-id · name -> object entry */
+#define META_T_UPLOAD 'U' /* U · bucket-id · parent-id · esc(name) · 00 01 · upload-id [· part] */
+#define META_T_SEQ 'S'   /* S · "bucket-id" -> last allocated bucket id (8B BE) */
+#define META_T_INDEX 'I' /* I · index-id · ... (ENG_CF_INDEX) */
+#define META_IDX_TIME 1  /* I · 1 · bucket-id · created-ms · name -> "" */
+#define META_IDX_BLOB 2  /* I · 2 · segment · offset -> bucket-id · name */
 
 #define META_OBJ_PREFIX_LEN 17 /* 'M' + bucket-id + parent-id */
 #define META_UPLOAD_ID_LEN 32  /* base64url of 24 random bytes */
@@ -59,8 +59,8 @@ void meta__key_blob_index(struct mg_buf *k, const struct eng_blob_ref *ref);
 int meta__key_successor(struct mg_buf *k);
 
 /* Parse M·bucket-id·parent-id·name. Returns 0 or MG_ECORRUPT. name points into key. */
-int meta__key_object_decode(const void *key, size_t len, uint64_t *bucket_id,
-                            uint64_t *parent_id, struct mg_str *name);
+int meta__key_object_decode(const void *key, size_t len, uint64_t *bucket_id, uint64_t *parent_id,
+                            struct mg_str *name);
 /* Parse U·bucket-id·parent-id·esc(name)·00 01·upload-id[·part]. name is appended to name_buf;
  * *part = 0 for the upload row. Returns 0 or MG_ECORRUPT. */
 int meta__key_upload_decode(const void *key, size_t len, uint64_t *bucket_id,
@@ -80,8 +80,7 @@ enum meta_rec_kind {
 };
 #define META_REC_VERSION 1
 
-void meta__object_encode(const struct meta_object *o, enum meta_rec_kind kind,
-                         struct mg_buf *out);
+void meta__object_encode(const struct meta_object *o, enum meta_rec_kind kind, struct mg_buf *out);
 /* Decode an object/upload entry; strings and arrays point into a from arena a. key is left
  * empty (it lives in the row key). Returns 0 or MG_ECORRUPT. */
 int meta__object_decode(const void *v, size_t len, enum meta_rec_kind kind, struct mg_arena *a,
@@ -98,9 +97,10 @@ void meta__counters_encode(uint64_t objects, uint64_t bytes, struct mg_buf *out)
 
 /* ----------------------------------------------------------------- store */
 
-#define META_KEY_STRIPES 1024   /* per-key mutexes (bounded, hash of bucket + key) */
-#define META_BUCKET_STRIPES 64  /* per-bucket rwlocks: object writes read, bucket create/delete
-                                   write */
+#define META_KEY_STRIPES 1024 /* per-key mutexes (bounded, hash of bucket + key) */
+#define META_BUCKET_STRIPES                                                                        \
+    64 /* per-bucket rwlocks: object writes read, bucket create/delete                             \
+          write */
 
 /* One shard: today the whole store on one engine with a local apply; with Raft, the group
  * whose commit applies the write set. */
@@ -119,8 +119,8 @@ struct meta_free_queue {
     struct meta_free_pending {
         struct eng_blob_ref ref;
         int64_t due_ms;
-    } *ring;                  /* META_FREE_QUEUE_MAX entries */
-    size_t head;              /* oldest */
+    } * ring;    /* META_FREE_QUEUE_MAX entries */
+    size_t head; /* oldest */
     size_t n;
 };
 
@@ -132,7 +132,7 @@ struct meta_store {
     struct meta_shard shard;
     pthread_mutex_t key_locks[META_KEY_STRIPES];
     pthread_rwlock_t bucket_locks[META_BUCKET_STRIPES];
-    pthread_mutex_t seq_lock;       /* bucket id allocation */
+    pthread_mutex_t seq_lock;        /* bucket id allocation */
     atomic_uint_fast64_t list_steps; /* iterator seeks + nexts by LIST (tests assert bounds) */
     uint32_t free_grace_ms;          /* see meta_opts; tests set 0 for immediate frees */
     struct meta_free_queue frees;
@@ -158,8 +158,8 @@ int meta__key_check(struct mg_str key);
 int meta__bucket_id(struct meta_store *ms, struct mg_str name, uint64_t *id);
 
 /* Read a row; *found = 0 if absent. Returns 0, MG_EIO. */
-int meta__get(struct meta_store *ms, enum eng_cf cf, const struct mg_buf *key,
-              struct mg_buf *val, int *found);
+int meta__get(struct meta_store *ms, enum eng_cf cf, const struct mg_buf *key, struct mg_buf *val,
+              int *found);
 
 /* Index rows for an object's data (blob index) and creation time (time index). */
 void meta__index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
@@ -194,6 +194,5 @@ int meta__source_range(struct meta_store *ms, struct mg_str bucket, struct mg_st
                        struct meta_object *src, struct meta_data *copy, char md5_hex[33]);
 /* Strip one pair of surrounding double quotes. */
 struct mg_str meta__unquote(struct mg_str s);
-
 
 #endif

@@ -152,8 +152,8 @@ int meta__key_successor(struct mg_buf *k)
     return 0;
 }
 
-int meta__key_object_decode(const void *key, size_t len, uint64_t *bucket_id,
-                            uint64_t *parent_id, struct mg_str *name)
+int meta__key_object_decode(const void *key, size_t len, uint64_t *bucket_id, uint64_t *parent_id,
+                            struct mg_str *name)
 {
     const char *p = key;
     if (len < META_OBJ_PREFIX_LEN || p[0] != META_T_META)

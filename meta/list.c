@@ -154,10 +154,14 @@ static int scan(struct meta_store *ms, struct eng_iter *it, uint64_t bucket_id,
     return rv;
 }
 
-int meta_object_list(struct meta_store *ms, struct mg_str bucket, const struct meta_list_req *req,
-                     struct mg_arena *a, struct meta_list_result *out)
+int meta_object_list(struct meta_store *ms, struct mg_str bucket,
+                     const struct meta_list_req *req_in, struct mg_arena *a,
+                     struct meta_list_result *out)
 {
-    assert(req != NULL && out != NULL);
+    assert(req_in != NULL && out != NULL);
+    struct meta_list_req clamped = *req_in, *req = &clamped;
+    if (req->max_keys > META_LIST_MAX)
+        req->max_keys = META_LIST_MAX;
     memset(out, 0, sizeof(*out));
     uint64_t bucket_id;
     int rv = meta__bucket_id(ms, bucket, &bucket_id);

@@ -31,6 +31,7 @@
 #define META_BUCKET_NAME_MAX 63
 #define META_PART_MAX 10000
 #define META_PART_MIN_BYTES (5u << 20) /* every part but the last (EntityTooSmall) */
+#define META_LIST_MAX 1000      /* larger max_keys / max uploads / max parts are clamped to it */
 
 enum meta_acl {
     META_ACL_PRIVATE,
@@ -180,6 +181,14 @@ int meta_object_get(struct meta_store *ms, struct mg_str bucket, struct mg_str k
  * existed (may be NULL) tells which. */
 int meta_object_delete(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
                        int *existed);
+
+/* DeleteObjects: delete up to META_DELETE_MANY_MAX keys in ONE write set (one fsync instead of
+ * one per key). Idempotent per key; duplicates and impossible keys (empty, too long) are
+ * fine. existed (may be NULL; n entries) tells which existed. Returns 0, MG_ENOSUCHBUCKET,
+ * MG_EINVALIDARGUMENT (n > META_DELETE_MANY_MAX), MG_EIO, MG_ENOSPC (nothing deleted). */
+#define META_DELETE_MANY_MAX 1000
+int meta_object_delete_many(struct meta_store *ms, struct mg_str bucket, const struct mg_str *keys,
+                            size_t n, int *existed);
 
 enum { META_OBJECT_SET_TAGS = 1, META_OBJECT_SET_ACL = 2 };
 /* Update tags/acl in place (no data change, mtime unchanged). Returns 0, MG_ENOSUCHBUCKET,

@@ -103,8 +103,7 @@ static int read_parts(struct mpu_ctx *c, uint32_t marker, uint32_t max, struct m
     meta__key_part(&lo, c->bucket_id, c->key, c->upload_id, marker + 1);
     meta__key_upload(&hi, c->bucket_id, c->key, c->upload_id);
     mg_buf_append(&hi, "\xff", 1);
-    struct eng_iter *it = eng_iter_create(c->ms->db, ENG_CF_META, lo.base, lo.len, hi.base,
-                                          hi.len);
+    struct eng_iter *it = eng_iter_create(c->ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
     size_t cap = 16, cnt = 0;
     struct meta_part *v = mg_malloc(cap * sizeof(*v));
     int rv = 0;
@@ -170,8 +169,7 @@ static void delete_upload_row(struct eng_batch *b, struct mpu_ctx *c)
 
 static void new_upload_id(char out[META_UPLOAD_ID_LEN + 1])
 {
-    static const char b64url[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     uint8_t r[24];
     if (RAND_bytes(r, sizeof(r)) != 1)
         abort(); /* no entropy: cannot mint unguessable ids */
@@ -190,8 +188,8 @@ int meta_mpu_create(struct meta_store *ms, struct mg_str bucket, const struct me
 {
     char id[META_UPLOAD_ID_LEN + 1];
     new_upload_id(id);
-    struct mpu_ctx c = {.ms = ms, .bucket = bucket, .key = tmpl->key,
-                        .upload_id = {id, META_UPLOAD_ID_LEN}};
+    struct mpu_ctx c = {
+        .ms = ms, .bucket = bucket, .key = tmpl->key, .upload_id = {id, META_UPLOAD_ID_LEN}};
     int rv = ctx_lock(&c);
     if (rv != 0)
         return rv;
@@ -275,8 +273,8 @@ int meta_mpu_put_part_copy(struct meta_store *ms, struct mg_str bucket, struct m
     struct meta_object src;
     char md5_hex[33];
     memset(out, 0, sizeof(*out));
-    int rv = meta__source_range(ms, src_bucket, src_key, range_off, range_len, a, &src,
-                                &out->data, md5_hex);
+    int rv = meta__source_range(ms, src_bucket, src_key, range_off, range_len, a, &src, &out->data,
+                                md5_hex);
     if (rv != 0)
         return rv;
     out->number = number;
@@ -428,8 +426,7 @@ static int build_object(struct mpu_ctx *c, const struct meta_object *tmpl,
         rv = materialize_inline(c->ms, &mparts[i], a);
         o->size += mparts[i].size;
         next += mparts[i].data.nextents;
-        o->parts[i] = (struct meta_part_info){mparts[i].number, mparts[i].size,
-                                              mparts[i].checksum};
+        o->parts[i] = (struct meta_part_info){mparts[i].number, mparts[i].size, mparts[i].checksum};
     }
     memset(&o->data, 0, sizeof(o->data));
     o->data.size = o->size;
@@ -455,11 +452,11 @@ static void release_materialized(struct meta_store *ms, const struct meta_part *
 }
 
 struct complete_state {
-    struct meta_part *have;     /* every stored part */
+    struct meta_part *have; /* every stored part */
     size_t nhave;
     const struct meta_part **matched; /* listed, pointing into have */
-    struct meta_part *mparts;   /* listed, inline ones materialized */
-    struct meta_object old;     /* the object replaced */
+    struct meta_part *mparts;         /* listed, inline ones materialized */
+    struct meta_object old;           /* the object replaced */
     int had_old;
 };
 
@@ -554,8 +551,7 @@ int meta_mpu_complete(struct meta_store *ms, struct mg_str bucket, struct mg_str
 
 /* ----------------------------------------------------------------- other */
 
-static int abort_locked(struct mpu_ctx *c, struct mg_arena *a, struct meta_part **parts,
-                        size_t *n)
+static int abort_locked(struct mpu_ctx *c, struct mg_arena *a, struct meta_part **parts, size_t *n)
 {
     struct meta_object tmpl;
     int rv = read_upload(c, a, &tmpl);
@@ -609,8 +605,8 @@ int meta_mpu_get(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
 }
 
 int meta_mpu_list_parts(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
-                        struct mg_str upload_id, uint32_t marker, uint32_t max,
-                        struct mg_arena *a, struct meta_part **out, size_t *n, int *truncated)
+                        struct mg_str upload_id, uint32_t marker, uint32_t max, struct mg_arena *a,
+                        struct meta_part **out, size_t *n, int *truncated)
 {
     struct mpu_ctx c = {.ms = ms, .bucket = bucket, .key = key, .upload_id = upload_id};
     struct meta_object tmpl;
@@ -624,6 +620,8 @@ int meta_mpu_list_parts(struct meta_store *ms, struct mg_str bucket, struct mg_s
         return rv;
     if (marker >= META_PART_MAX)
         return 0;
+    if (max > META_LIST_MAX)
+        max = META_LIST_MAX;
     return read_parts(&c, marker, max, a, out, n, truncated);
 }
 
@@ -674,8 +672,8 @@ static int upload_entry(struct eng_iter *it, struct mg_arena *a, struct meta_upl
     if (rv != 0)
         return rv;
     u->key = (struct mg_str){mg_arena_dup(a, name->base, name->len), name->len};
-    u->upload_id = (struct mg_str){mg_arena_dup(a, u->upload_id.base, u->upload_id.len),
-                                   u->upload_id.len};
+    u->upload_id =
+        (struct mg_str){mg_arena_dup(a, u->upload_id.base, u->upload_id.len), u->upload_id.len};
     u->initiated_ms = tmpl.mtime_ms;
     u->owner = tmpl.owner;
     return 0;
@@ -693,6 +691,8 @@ int meta_mpu_list(struct meta_store *ms, struct mg_str bucket, struct mg_str pre
     int rv = meta__bucket_id(ms, bucket, &bucket_id);
     if (rv != 0 || max == 0)
         return rv;
+    if (max > META_LIST_MAX)
+        max = META_LIST_MAX;
     struct mg_buf lo, hi, start, name;
     mg_buf_init(&lo);
     mg_buf_init(&hi);

@@ -10,6 +10,7 @@
  * failed write is freed before returning: never a half-visible object.
  */
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -68,8 +69,8 @@ static int check_cond(const struct meta_put_cond *cond, int found, const struct 
 
 /* Build and apply the write set of a put. *old / *had_old: what it replaced. */
 static int put_locked(struct meta_store *ms, uint64_t bucket_id, struct meta_object *obj,
-                      const struct meta_put_cond *cond, struct mg_arena *a,
-                      struct meta_object *old, int *had_old)
+                      const struct meta_put_cond *cond, struct mg_arena *a, struct meta_object *old,
+                      int *had_old)
 {
     int found = 0;
     int rv = meta__object_read(ms, bucket_id, obj->key, a, old, &found);
@@ -158,53 +159,127 @@ int meta_object_get(struct meta_store *ms, struct mg_str bucket, struct mg_str k
     return rv;
 }
 
-static int delete_locked(struct meta_store *ms, uint64_t bucket_id, struct mg_str key,
-                         struct mg_arena *a, struct meta_object *old, int *found)
+/* One key of a delete write set. */
+struct del_item {
+    struct mg_str key;
+    size_t idx; /* position in the caller's list */
+    int found;
+    int dup; /* same key as the previous item: nothing more to do */
+    struct meta_object old;
+};
+
+static int cmp_item(const void *x, const void *y)
 {
-    int rv = meta__object_read(ms, bucket_id, key, a, old, found);
-    if (rv == MG_ECORRUPT) {
-        memset(old, 0, sizeof(*old)); /* remove the bad row; its data leaks to fsck */
-        *found = 1;
-        rv = 0;
-    }
-    if (rv != 0 || !*found)
-        return rv;
+    const struct del_item *a = x, *b = y;
+    size_t n = a->key.len < b->key.len ? a->key.len : b->key.len;
+    int c = memcmp(a->key.base, b->key.base, n);
+    if (c == 0)
+        c = a->key.len < b->key.len ? -1 : a->key.len > b->key.len;
+    return c != 0 ? c : (a->idx < b->idx ? -1 : a->idx > b->idx);
+}
+
+static int cmp_lock(const void *x, const void *y)
+{
+    uintptr_t a = (uintptr_t) * (pthread_mutex_t *const *)x;
+    uintptr_t b = (uintptr_t) * (pthread_mutex_t *const *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Lock every item's stripe once, in address order: a total order, so two multi-key deletes
+ * cannot deadlock, and single-key ops hold one stripe. Returns how many were locked. */
+static size_t lock_stripes(struct meta_store *ms, struct mg_str bucket,
+                           const struct del_item *items, size_t n, pthread_mutex_t **locks)
+{
+    for (size_t i = 0; i < n; i++)
+        locks[i] = meta__key_lock(ms, bucket, items[i].key);
+    qsort(locks, n, sizeof(*locks), cmp_lock);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || locks[u - 1] != locks[i])
+            locks[u++] = locks[i];
+    for (size_t i = 0; i < u; i++)
+        pthread_mutex_lock(locks[i]);
+    return u;
+}
+
+/* Read each key (sorted, duplicates adjacent) and build ONE write set deleting those that
+ * exist with their index rows. */
+static int delete_locked(struct meta_store *ms, uint64_t bucket_id, struct del_item *items,
+                         size_t n, struct mg_arena *a)
+{
     struct eng_batch *b = eng_batch_create();
     struct mg_buf k;
     mg_buf_init(&k);
-    meta__key_object(&k, bucket_id, key);
-    eng_batch_delete(b, ENG_CF_META, k.base, k.len);
-    meta__index_delete(b, bucket_id, key, old);
-    rv = meta__shard_apply(&ms->shard, b);
+    int rv = 0;
+    for (size_t i = 0; i < n && rv == 0; i++) {
+        struct del_item *it = &items[i];
+        const struct mg_str prev = i > 0 ? items[i - 1].key : (struct mg_str){NULL, 0};
+        if (prev.len == it->key.len && memcmp(prev.base, it->key.base, prev.len) == 0) {
+            it->dup = 1;
+            it->found = items[i - 1].found;
+            continue;
+        }
+        rv = meta__object_read(ms, bucket_id, it->key, a, &it->old, &it->found);
+        if (rv == MG_ECORRUPT) {
+            memset(&it->old, 0, sizeof(it->old)); /* drop the bad row; its data leaks to fsck */
+            it->found = 1;
+            rv = 0;
+        }
+        if (rv != 0 || !it->found)
+            continue;
+        k.len = 0;
+        meta__key_object(&k, bucket_id, it->key);
+        eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+        meta__index_delete(b, bucket_id, it->key, &it->old);
+    }
+    if (rv == 0)
+        rv = meta__shard_apply(&ms->shard, b);
     eng_batch_destroy(b);
     mg_buf_close(&k);
     return rv;
 }
 
-int meta_object_delete(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
-                       int *existed)
+int meta_object_delete_many(struct meta_store *ms, struct mg_str bucket, const struct mg_str *keys,
+                            size_t n, int *existed)
 {
-    uint64_t bucket_id;
-    int found = 0;
-    struct meta_object old;
+    if (n > META_DELETE_MANY_MAX)
+        return MG_EINVALIDARGUMENT;
     struct mg_arena a;
     mg_arena_init(&a);
+    struct del_item *items = mg_arena_alloc(&a, n * sizeof(*items));
+    pthread_mutex_t **locks = mg_arena_alloc(&a, n * sizeof(*locks));
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (existed != NULL)
+            existed[i] = 0;
+        if (meta__key_check(keys[i]) == 0) /* an impossible key does not exist */
+            items[m++] = (struct del_item){.key = keys[i], .idx = i};
+    }
+    qsort(items, m, sizeof(*items), cmp_item);
+    uint64_t bucket_id;
     pthread_rwlock_t *bl = meta__bucket_lock(ms, bucket);
     pthread_rwlock_rdlock(bl);
     int rv = meta__bucket_id(ms, bucket, &bucket_id);
-    if (rv == 0 && meta__key_check(key) == 0) {
-        pthread_mutex_t *kl = meta__key_lock(ms, bucket, key);
-        pthread_mutex_lock(kl);
-        rv = delete_locked(ms, bucket_id, key, &a, &old, &found);
-        pthread_mutex_unlock(kl);
+    if (rv == 0) {
+        size_t nl = lock_stripes(ms, bucket, items, m, locks);
+        rv = delete_locked(ms, bucket_id, items, m, &a);
+        for (size_t i = nl; i-- > 0;)
+            pthread_mutex_unlock(locks[i]);
     }
     pthread_rwlock_unlock(bl);
-    if (rv == 0 && found)
-        meta__data_retire(ms, &old.data);
-    if (existed != NULL)
-        *existed = rv == 0 && found;
+    for (size_t i = 0; rv == 0 && i < m; i++) {
+        if (items[i].found && !items[i].dup)
+            meta__data_retire(ms, &items[i].old.data);
+        if (existed != NULL)
+            existed[items[i].idx] = items[i].found;
+    }
     mg_arena_close(&a);
     return rv;
+}
+
+int meta_object_delete(struct meta_store *ms, struct mg_str bucket, struct mg_str key, int *existed)
+{
+    return meta_object_delete_many(ms, bucket, &key, 1, existed);
 }
 
 static int update_locked(struct meta_store *ms, uint64_t bucket_id, struct mg_str key,
@@ -289,8 +364,7 @@ int meta_object_copy_range(struct meta_store *ms, struct mg_str src_bucket, stru
     uint64_t dst_id;
     if ((rv = meta__bucket_id(ms, dst_bucket, &dst_id)) != 0)
         return rv;
-    rv = meta__source_range(ms, src_bucket, src_key, range_off, range_len, a, &src, &copy,
-                            md5_hex);
+    rv = meta__source_range(ms, src_bucket, src_key, range_off, range_len, a, &src, &copy, md5_hex);
     if (rv != 0)
         return rv;
     int whole = copy.size == src.size && src.nparts == 0;
@@ -298,8 +372,7 @@ int meta_object_copy_range(struct meta_store *ms, struct mg_str src_bucket, stru
     obj.data = copy;
     obj.parts = NULL;
     obj.nparts = 0;
-    obj.etag = whole && src.etag.len ? src.etag
-                                     : (struct mg_str){mg_arena_dup(a, md5_hex, 32), 32};
+    obj.etag = whole && src.etag.len ? src.etag : (struct mg_str){mg_arena_dup(a, md5_hex, 32), 32};
     obj.cksum_algo = whole ? src.cksum_algo : MG_CKSUM_NONE;
     obj.cksum_value = whole ? src.cksum_value : (struct mg_str){"", 0};
     int64_t mtime = 0;
@@ -317,6 +390,5 @@ int meta_object_copy(struct meta_store *ms, struct mg_str src_bucket, struct mg_
                      struct mg_str dst_bucket, const struct meta_object *dst, struct mg_arena *a,
                      struct meta_object *out)
 {
-    return meta_object_copy_range(ms, src_bucket, src_key, 0, UINT64_MAX, dst_bucket, dst, a,
-                                  out);
+    return meta_object_copy_range(ms, src_bucket, src_key, 0, UINT64_MAX, dst_bucket, dst, a, out);
 }

@@ -79,8 +79,8 @@ int meta__key_check(struct mg_str key)
     return key.len > META_KEY_MAX ? MG_EKEYTOOLONG : 0;
 }
 
-int meta__get(struct meta_store *ms, enum eng_cf cf, const struct mg_buf *key,
-              struct mg_buf *val, int *found)
+int meta__get(struct meta_store *ms, enum eng_cf cf, const struct mg_buf *key, struct mg_buf *val,
+              int *found)
 {
     val->len = 0;
     int rv = eng_get(ms->db, cf, key->base, key->len, val);

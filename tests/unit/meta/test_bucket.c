@@ -8,13 +8,13 @@
 static void test_name_rules(void **state)
 {
     (void)state;
-    static const char *ok[] = {"abc", "my-bucket", "my.bucket.1", "a1b2c3", "0ab",
-                               "a--b", "xyz.example.com"};
-    static const char *bad[] = {"ab",           "ABC",        "my_bucket",   "-abc",
-                                "abc-",         ".abc",       "abc.",        "a..b",
-                                "a.-b",         "a-.b",       "192.168.5.4", "xn--abc",
-                                "sthree-x",     "abc-s3alias", "abc--ol-s3", "b\xc3\xa9t",
-                                "amzn-s3-demo-x", "abc.mrap",  "a b c"};
+    static const char *ok[] = {"abc", "my-bucket", "my.bucket.1",    "a1b2c3",
+                               "0ab", "a--b",      "xyz.example.com"};
+    static const char *bad[] = {
+        "ab",       "ABC",         "my_bucket",  "-abc",       "abc-",           ".abc",
+        "abc.",     "a..b",        "a.-b",       "a-.b",       "192.168.5.4",    "xn--abc",
+        "sthree-x", "abc-s3alias", "abc--ol-s3", "b\xc3\xa9t", "amzn-s3-demo-x", "abc.mrap",
+        "a b c"};
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         assert_int_equal(meta_bucket_name_check(str_of(ok[i], strlen(ok[i]))), 0);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -32,10 +32,8 @@ static void test_create_get(void **state)
 {
     struct fx *f = *state;
     struct meta_bucket b;
-    assert_int_equal(meta_bucket_create(f->ms, BKT, S("alice"), META_ACL_PRIVATE),
-                     MG_EBUCKETOWNED);
-    assert_int_equal(meta_bucket_create(f->ms, BKT, S("bob"), META_ACL_PRIVATE),
-                     MG_EBUCKETEXISTS);
+    assert_int_equal(meta_bucket_create(f->ms, BKT, S("alice"), META_ACL_PRIVATE), MG_EBUCKETOWNED);
+    assert_int_equal(meta_bucket_create(f->ms, BKT, S("bob"), META_ACL_PRIVATE), MG_EBUCKETEXISTS);
     assert_int_equal(meta_bucket_create(f->ms, S("Bad_Name"), S("bob"), META_ACL_PRIVATE),
                      MG_EINVALIDBUCKETNAME);
     assert_int_equal(meta_bucket_create(f->ms, S("bob-1"), S("bob"), META_ACL_PUBLIC_READ), 0);
@@ -59,7 +57,9 @@ static void test_create_get(void **state)
     assert_int_equal(list[0].id, id1);
 
     struct meta_kv tags[1] = {{S("team"), S("x")}};
-    struct meta_bucket upd = {.acl = META_ACL_PUBLIC_READ_WRITE, .tags = tags, .ntags = 1,
+    struct meta_bucket upd = {.acl = META_ACL_PUBLIC_READ_WRITE,
+                              .tags = tags,
+                              .ntags = 1,
                               .lifecycle = S("<LifecycleConfiguration/>")};
     assert_int_equal(meta_bucket_update(f->ms, S("bob-1"),
                                         META_BUCKET_SET_TAGS | META_BUCKET_SET_LIFECYCLE, &upd),

@@ -32,8 +32,8 @@ static int cmp_key(const void *x, const void *y)
 static void test_escape_order(void **state)
 {
     (void)state;
-    static const char *names[] = {"", "a", "a\0", "a\0\0", "a\0\x01", "a\x01", "a\xff",
-                                  "ab", "a\0b", "b", "\xff", "\xff\xff", "\0", "\0\xff"};
+    static const char *names[] = {"",   "a",    "a\0", "a\0\0", "a\0\x01",  "a\x01", "a\xff",
+                                  "ab", "a\0b", "b",   "\xff",  "\xff\xff", "\0",    "\0\xff"};
     static const size_t lens[] = {0, 1, 2, 3, 3, 2, 2, 2, 3, 1, 1, 2, 1, 2};
     static const char *uids[] = {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
                                  "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"};
@@ -127,8 +127,8 @@ static void test_successor(void **state)
     mg_buf_close(&k);
 }
 
-static void sample_object(struct meta_object *o, struct meta_extent ext[2],
-                          struct meta_kv kv[2], struct meta_part_info parts[2])
+static void sample_object(struct meta_object *o, struct meta_extent ext[2], struct meta_kv kv[2],
+                          struct meta_part_info parts[2])
 {
     memset(o, 0, sizeof(*o));
     ext[0].ref = (struct eng_blob_ref){1, 100, 10, 0xdeadbeef, 0};
@@ -195,8 +195,12 @@ static void test_entry_roundtrip(void **state)
             assert_int_equal(rv, MG_ECORRUPT);
     }
 
-    struct meta_part p = {.number = 42, .size = 3, .mtime_ms = 5, .etag = S("e"),
-                          .checksum = S("c"), .data = {.size = 3, .inline_data = S("xyz")}};
+    struct meta_part p = {.number = 42,
+                          .size = 3,
+                          .mtime_ms = 5,
+                          .etag = S("e"),
+                          .checksum = S("c"),
+                          .data = {.size = 3, .inline_data = S("xyz")}};
     struct meta_part pd;
     v.len = 0;
     meta__part_encode(&p, &v);
@@ -205,8 +209,13 @@ static void test_entry_roundtrip(void **state)
     assert_int_equal(cmp_str(pd.data.inline_data, S("xyz")), 0);
     assert_int_equal(cmp_str(pd.checksum, S("c")), 0);
 
-    struct meta_bucket b = {.id = 9, .owner = S("bob"), .created_ms = 3, .acl = META_ACL_PRIVATE,
-                            .tags = kv, .ntags = 2, .lifecycle = S("<x/>")};
+    struct meta_bucket b = {.id = 9,
+                            .owner = S("bob"),
+                            .created_ms = 3,
+                            .acl = META_ACL_PRIVATE,
+                            .tags = kv,
+                            .ntags = 2,
+                            .lifecycle = S("<x/>")};
     struct meta_bucket bd;
     v.len = 0;
     meta__bucket_encode(&b, &v);
@@ -226,19 +235,18 @@ static void test_entry_corrupt(void **state)
     mg_arena_init(&a);
     /* size says 4, inline has 3 */
     static const char size_mismatch[] = {1, 1, 1, 8, 0, 0, 0, 0, 0, 0, 0, 4, 17, 3, 'a', 'b', 'c'};
-    assert_int_equal(meta__object_decode(size_mismatch, sizeof(size_mismatch), META_REC_OBJECT,
-                                         &a, &d),
-                     MG_ECORRUPT);
+    assert_int_equal(
+        meta__object_decode(size_mismatch, sizeof(size_mismatch), META_REC_OBJECT, &a, &d),
+        MG_ECORRUPT);
     /* future version */
     static const char version[] = {1, 9, 1, 8, 0, 0, 0, 0, 0, 0, 0, 0};
     assert_int_equal(meta__object_decode(version, sizeof(version), META_REC_OBJECT, &a, &d),
                      MG_ECORRUPT);
     /* length runs past the end; overlong LEB128 */
     static const char past[] = {1, 1, 3, 50, 'x'};
-    assert_int_equal(meta__object_decode(past, sizeof(past), META_REC_OBJECT, &a, &d),
-                     MG_ECORRUPT);
-    static const char leb[] = {1, 1, 3, (char)0x80, (char)0x80, (char)0x80, (char)0x80,
-                               (char)0x80, 1};
+    assert_int_equal(meta__object_decode(past, sizeof(past), META_REC_OBJECT, &a, &d), MG_ECORRUPT);
+    static const char leb[] = {1,          1,          3,          (char)0x80, (char)0x80,
+                               (char)0x80, (char)0x80, (char)0x80, 1};
     assert_int_equal(meta__object_decode(leb, sizeof(leb), META_REC_OBJECT, &a, &d), MG_ECORRUPT);
     /* acl out of range; extent of the wrong width */
     static const char acl[] = {1, 1, 1, 8, 0, 0, 0, 0, 0, 0, 0, 0, 12, 4, 0, 0, 0, 9};
@@ -258,10 +266,8 @@ static void test_entry_corrupt(void **state)
 int test_key_run(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape_order),
-        cmocka_unit_test(test_key_layout),
-        cmocka_unit_test(test_successor),
-        cmocka_unit_test(test_entry_roundtrip),
+        cmocka_unit_test(test_escape_order),  cmocka_unit_test(test_key_layout),
+        cmocka_unit_test(test_successor),     cmocka_unit_test(test_entry_roundtrip),
         cmocka_unit_test(test_entry_corrupt),
     };
     return cmocka_run_group_tests_name("meta_key", tests, NULL, NULL);

@@ -17,8 +17,11 @@ static void bulk_insert(struct fx *f, const struct mg_str *keys, size_t n)
     mg_buf_init(&k);
     mg_buf_init(&v);
     for (size_t i = 0; i < n; i++) {
-        struct meta_object o = {.key = keys[i], .etag = S("e"), .mtime_ms = 1,
-                                .size = 1, .data = {.size = 1, .inline_data = S("x")}};
+        struct meta_object o = {.key = keys[i],
+                                .etag = S("e"),
+                                .mtime_ms = 1,
+                                .size = 1,
+                                .data = {.size = 1, .inline_data = S("x")}};
         k.len = v.len = 0;
         meta__key_object(&k, bid, keys[i]);
         meta__object_encode(&o, META_REC_OBJECT, &v);
@@ -39,18 +42,32 @@ static int eq(struct mg_str a, const char *b, size_t blen)
 static void list(struct fx *f, const char *prefix, size_t plen, const char *delim, size_t dlen,
                  const char *after, size_t alen, uint32_t max, struct meta_list_result *res)
 {
-    struct meta_list_req req = {.prefix = str_of(prefix, plen), .delimiter = str_of(delim, dlen),
-                                .start_after = str_of(after, alen), .max_keys = max};
+    struct meta_list_req req = {.prefix = str_of(prefix, plen),
+                                .delimiter = str_of(delim, dlen),
+                                .start_after = str_of(after, alen),
+                                .max_keys = max};
     assert_int_equal(meta_object_list(f->ms, BKT, &req, &f->a, res), 0);
 }
 
 static void test_delimiters(void **state)
 {
     struct fx *f = *state;
-    const struct mg_str keys[] = {
-        S("a"), S("a/b"), S("a/c/d"), S("b"), S("c\xff"), S("c\xff\xffz"), S("c\xff" "1"),
-        S("\xc3\xa9/x"), S("\xc3\xa9/y"), S("x--1"), S("x--2"), S("y"), S("z--a--b"),
-        S("\xff\xff"), S("\xff\xff\xff/q")};
+    const struct mg_str keys[] = {S("a"),
+                                  S("a/b"),
+                                  S("a/c/d"),
+                                  S("b"),
+                                  S("c\xff"),
+                                  S("c\xff\xffz"),
+                                  S("c\xff"
+                                    "1"),
+                                  S("\xc3\xa9/x"),
+                                  S("\xc3\xa9/y"),
+                                  S("x--1"),
+                                  S("x--2"),
+                                  S("y"),
+                                  S("z--a--b"),
+                                  S("\xff\xff"),
+                                  S("\xff\xff\xff/q")};
     bulk_insert(f, keys, sizeof(keys) / sizeof(keys[0]));
     struct meta_list_result r;
 
@@ -91,7 +108,8 @@ static void test_delimiters(void **state)
     list(f, "c\xff", 2, "", 0, "", 0, 1000, &r);
     assert_int_equal(r.nobjects, 3);
     assert_true(EQ(r.objects[0].key, "c\xff"));
-    assert_true(EQ(r.objects[1].key, "c\xff" "1"));
+    assert_true(EQ(r.objects[1].key, "c\xff"
+                                     "1"));
     assert_true(EQ(r.objects[2].key, "c\xff\xffz"));
     list(f, "\xc3\xa9", 2, "", 0, "", 0, 1000, &r);
     assert_int_equal(r.nobjects, 2);
@@ -154,8 +172,8 @@ static void test_pagination(void **state)
         char *k = buf + 16 * i;
         uint32_t x = (uint32_t)i * 2654435761u;
         /* a mix of flat keys and keys under 7 directories, some with 0xFF and UTF-8 */
-        int n = snprintf(k, 16, "%c%s%u", "abcdefg"[x % 7], (x >> 8) % 3 == 0 ? "/" : "",
-                         (unsigned)i);
+        int n =
+            snprintf(k, 16, "%c%s%u", "abcdefg"[x % 7], (x >> 8) % 3 == 0 ? "/" : "", (unsigned)i);
         if (i % 11 == 0)
             k[n++] = (char)0xFF;
         if (i % 13 == 0) {

@@ -19,7 +19,9 @@ static uint64_t freed_bytes(struct fx *f)
 
 static struct mg_str create(struct fx *f, struct mg_str key)
 {
-    struct meta_object t = {.key = key, .owner = S("alice"), .content_type = S("video/mp4"),
+    struct meta_object t = {.key = key,
+                            .owner = S("alice"),
+                            .content_type = S("video/mp4"),
                             .cksum_algo = MG_CKSUM_CRC32};
     struct mg_str uid;
     assert_int_equal(meta_mpu_create(f->ms, BKT, &t, &f->a, &uid), 0);
@@ -71,17 +73,15 @@ static void test_complete(void **state)
     struct meta_part *parts;
     size_t n;
     int trunc;
-    assert_int_equal(meta_mpu_list_parts(f->ms, BKT, S("obj"), uid, 0, 2, &f->a, &parts, &n,
-                                         &trunc),
-                     0);
+    assert_int_equal(
+        meta_mpu_list_parts(f->ms, BKT, S("obj"), uid, 0, 2, &f->a, &parts, &n, &trunc), 0);
     assert_int_equal(n, 2);
     assert_true(trunc);
     assert_int_equal(parts[0].number, 2);
     assert_int_equal(parts[0].size, MIB5);
     assert_memory_equal(parts[0].etag.base, want[0].etag.base, 32);
-    assert_int_equal(meta_mpu_list_parts(f->ms, BKT, S("obj"), uid, 3, 10, &f->a, &parts, &n,
-                                         &trunc),
-                     0);
+    assert_int_equal(
+        meta_mpu_list_parts(f->ms, BKT, S("obj"), uid, 3, 10, &f->a, &parts, &n, &trunc), 0);
     assert_int_equal(n, 3);
     assert_false(trunc);
     assert_int_equal(parts[2].number, 9);
@@ -199,8 +199,7 @@ static void test_abort_and_list(void **state)
     struct meta_upload *ups;
     size_t n;
     int trunc;
-    assert_int_equal(meta_mpu_list(f->ms, BKT, S(""), S(""), S(""), 1000, &f->a, &ups, &n,
-                                   &trunc),
+    assert_int_equal(meta_mpu_list(f->ms, BKT, S(""), S(""), S(""), 1000, &f->a, &ups, &n, &trunc),
                      0);
     assert_int_equal(n, 4);
     assert_false(trunc);
@@ -217,21 +216,17 @@ static void test_abort_and_list(void **state)
     struct mg_str first = ups[0].upload_id;
     assert_true((memcmp(first.base, u2.base, 32) == 0) || (memcmp(first.base, u3.base, 32) == 0));
 
-    assert_int_equal(meta_mpu_list(f->ms, BKT, S("b/"), S(""), S(""), 1000, &f->a, &ups, &n,
-                                   &trunc),
-                     0);
+    assert_int_equal(
+        meta_mpu_list(f->ms, BKT, S("b/"), S(""), S(""), 1000, &f->a, &ups, &n, &trunc), 0);
     assert_int_equal(n, 1);
-    assert_int_equal(meta_mpu_list(f->ms, BKT, S(""), S(""), S(""), 2, &f->a, &ups, &n, &trunc),
-                     0);
+    assert_int_equal(meta_mpu_list(f->ms, BKT, S(""), S(""), S(""), 2, &f->a, &ups, &n, &trunc), 0);
     assert_int_equal(n, 2);
     assert_true(trunc);
     /* key marker alone: keys after "a"; with an upload id marker: later uploads of "a" too */
-    assert_int_equal(meta_mpu_list(f->ms, BKT, S(""), S("a"), S(""), 1000, &f->a, &ups, &n,
-                                   &trunc),
+    assert_int_equal(meta_mpu_list(f->ms, BKT, S(""), S("a"), S(""), 1000, &f->a, &ups, &n, &trunc),
                      0);
     assert_int_equal(n, 2);
-    assert_int_equal(meta_mpu_list(f->ms, BKT, S(""), S("a"), first, 1000, &f->a, &ups, &n,
-                                   &trunc),
+    assert_int_equal(meta_mpu_list(f->ms, BKT, S(""), S("a"), first, 1000, &f->a, &ups, &n, &trunc),
                      0);
     assert_int_equal(n, 3);
 
@@ -240,8 +235,7 @@ static void test_abort_and_list(void **state)
     assert_int_equal(freed_bytes(f) - before, sizeof(buf) + 100);
     assert_int_equal(meta_mpu_abort(f->ms, BKT, S("a"), u2), MG_ENOSUCHUPLOAD);
     struct meta_part *parts;
-    assert_int_equal(meta_mpu_list_parts(f->ms, BKT, S("a"), u2, 0, 10, &f->a, &parts, &n,
-                                         &trunc),
+    assert_int_equal(meta_mpu_list_parts(f->ms, BKT, S("a"), u2, 0, 10, &f->a, &parts, &n, &trunc),
                      MG_ENOSUCHUPLOAD);
     struct meta_object t;
     assert_int_equal(meta_mpu_get(f->ms, BKT, S("a"), u3, &f->a, &t), 0);
@@ -250,8 +244,7 @@ static void test_abort_and_list(void **state)
     assert_int_equal(meta_mpu_abort(f->ms, BKT, S("a"), u3), 0);
     assert_int_equal(meta_mpu_abort(f->ms, BKT, S("a\0b"), u1), 0);
     assert_int_equal(meta_mpu_abort(f->ms, BKT, S("b/c"), u4), 0);
-    assert_int_equal(meta_mpu_list(f->ms, BKT, S(""), S(""), S(""), 1000, &f->a, &ups, &n,
-                                   &trunc),
+    assert_int_equal(meta_mpu_list(f->ms, BKT, S(""), S(""), S(""), 1000, &f->a, &ups, &n, &trunc),
                      0);
     assert_int_equal(n, 0);
     assert_int_equal(meta_bucket_delete(f->ms, BKT), 0);
@@ -265,9 +258,9 @@ static void test_part_copy(void **state)
     assert_int_equal(fx_put(f, BKT, S("src"), big, MIB5 + 1000, NULL), 0);
     struct mg_str uid = create(f, S("dst"));
     struct meta_part p1, p2;
-    assert_int_equal(meta_mpu_put_part_copy(f->ms, BKT, S("dst"), uid, 1, BKT, S("src"), 0, MIB5,
-                                            &f->a, &p1),
-                     0);
+    assert_int_equal(
+        meta_mpu_put_part_copy(f->ms, BKT, S("dst"), uid, 1, BKT, S("src"), 0, MIB5, &f->a, &p1),
+        0);
     assert_int_equal(meta_mpu_put_part_copy(f->ms, BKT, S("dst"), uid, 2, BKT, S("src"), MIB5,
                                             UINT64_MAX, &f->a, &p2),
                      0);
@@ -276,9 +269,9 @@ static void test_part_copy(void **state)
     assert_int_equal(p2.size, 1000);
     assert_memory_equal(p2.etag.base, md5, 32);
     struct meta_part p3;
-    assert_int_equal(meta_mpu_put_part_copy(f->ms, BKT, S("dst"), uid, 3, BKT, S("src"), MIB5,
-                                            1001, &f->a, &p3),
-                     MG_EINVALIDRANGE);
+    assert_int_equal(
+        meta_mpu_put_part_copy(f->ms, BKT, S("dst"), uid, 3, BKT, S("src"), MIB5, 1001, &f->a, &p3),
+        MG_EINVALIDRANGE);
     struct meta_part want[2] = {p1, p2};
     struct meta_object o;
     assert_int_equal(meta_mpu_complete(f->ms, BKT, S("dst"), uid, want, 2, &f->a, &o), 0);

@@ -116,6 +116,35 @@ static void test_free_grace(void **state)
     assert_int_equal(freed_bytes(f) - before, sizeof(a) + sizeof(b));
 }
 
+static void test_delete_many(void **state)
+{
+    struct fx *f = *state;
+    char big[1000];
+    fx_fill(big, sizeof(big), 8);
+    assert_int_equal(fx_put(f, BKT, S("a"), big, sizeof(big), NULL), 0);
+    assert_int_equal(fx_put(f, BKT, S("b"), "x", 1, NULL), 0);
+    assert_int_equal(fx_put(f, BKT, S("c"), big, 500, NULL), 0);
+    char longkey[1100];
+    memset(longkey, 'k', sizeof(longkey));
+    const struct mg_str keys[] = {S("c"), S("zz"), S("a"), S("a"), str_of(longkey, 1100), S("b")};
+    int existed[6];
+    uint64_t before = freed_bytes(f);
+    assert_int_equal(meta_object_delete_many(f->ms, BKT, keys, 6, existed), 0);
+    assert_int_equal(freed_bytes(f) - before, 1500); /* each blob once */
+    int want[6] = {1, 0, 1, 1, 0, 1};
+    assert_memory_equal(existed, want, sizeof(want));
+    struct meta_list_req req = {.max_keys = 1000};
+    struct meta_list_result res;
+    assert_int_equal(meta_object_list(f->ms, BKT, &req, &f->a, &res), 0);
+    assert_int_equal(res.nobjects, 0);
+    assert_int_equal(meta_object_delete_many(f->ms, BKT, keys, 6, existed), 0);
+    assert_int_equal(existed[0] + existed[2] + existed[5], 0);
+    assert_int_equal(meta_object_delete_many(f->ms, S("nobucket"), keys, 6, NULL),
+                     MG_ENOSUCHBUCKET);
+    assert_int_equal(meta_object_delete_many(f->ms, BKT, keys, META_DELETE_MANY_MAX + 1, NULL),
+                     MG_EINVALIDARGUMENT);
+}
+
 static void test_conditional(void **state)
 {
     struct fx *f = *state;
@@ -196,17 +225,17 @@ static void test_copy(void **state)
     char md5[33];
     fx_md5_hex(big + 1000, 50, md5);
     dst.key = S("range");
-    assert_int_equal(
-        meta_object_copy_range(f->ms, BKT, S("src"), 1000, 50, BKT, &dst, &f->a, &out), 0);
+    assert_int_equal(meta_object_copy_range(f->ms, BKT, S("src"), 1000, 50, BKT, &dst, &f->a, &out),
+                     0);
     assert_int_equal(out.size, 50);
     assert_memory_equal(out.etag.base, md5, 32);
     got = fx_get(f, BKT, S("range"), &len, &rv);
     assert_int_equal(rv, 0);
     assert_memory_equal(got, big + 1000, 50);
     mg_free(got);
-    assert_int_equal(meta_object_copy_range(f->ms, BKT, S("src"), sizeof(big) - 10, 11, BKT,
-                                            &dst, &f->a, &out),
-                     MG_EINVALIDRANGE);
+    assert_int_equal(
+        meta_object_copy_range(f->ms, BKT, S("src"), sizeof(big) - 10, 11, BKT, &dst, &f->a, &out),
+        MG_EINVALIDRANGE);
     assert_int_equal(meta_object_copy(f->ms, BKT, S("nope"), BKT, &dst, &f->a, &out),
                      MG_ENOSUCHKEY);
     assert_int_equal(meta_object_copy(f->ms, BKT, S("src"), S("nobucket"), &dst, &f->a, &out),
@@ -288,6 +317,7 @@ int test_object_run(void)
         cmocka_unit_test_setup_teardown(test_put_get, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_frees, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_free_grace, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_many, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_conditional, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_update, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_copy, fx_setup, fx_teardown),
