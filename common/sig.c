@@ -916,7 +916,8 @@ static void v2_resource(const struct mg_sig_req *req, struct scratch *s)
     query_each(req->query, on_v2_subresource, &c);
     for (size_t i = 0; i < c.n; i++)
         s->params[i].value = s->enc.base + (size_t)(uintptr_t)s->params[i].value;
-    qsort(s->params, c.n, sizeof(*s->params), v2_param_cmp);
+    if (c.n > 1)
+        qsort(s->params, c.n, sizeof(*s->params), v2_param_cmp);
     for (size_t i = 0; i < c.n; i++) {
         buf_addc(b, i ? '&' : '?');
         buf_add(b, s->params[i].name, s->params[i].nlen);
@@ -950,7 +951,8 @@ static void v2_amz_headers(const struct mg_sig_req *req, struct scratch *s)
         p->vlen = req->headers[i].value.len;
         p->order = n++;
     }
-    qsort(s->params, n, sizeof(*s->params), amz_hdr_cmp);
+    if (n > 1)
+        qsort(s->params, n, sizeof(*s->params), amz_hdr_cmp);
     struct mg_buf *b = &s->canon;
     for (size_t i = 0; i < n; i++) {
         const struct qparam *p = &s->params[i];
