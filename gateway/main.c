@@ -6,6 +6,7 @@
  * credentials, and runs the gateway until SIGINT or SIGTERM asks for a
  * graceful stop.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,14 +17,20 @@
 #include "common/config.h"
 #include "gateway/gateway.h"
 
-static struct gw_server *volatile running;
+/* SIGINT and SIGTERM are blocked in every thread (the mask is inherited by the loop and
+ * RocksDB threads) and taken by one thread with sigwait, which asks for a graceful stop:
+ * no async-signal-safety questions, no signal lost to a thread that cannot act on it. */
+static sigset_t stop_signals;
 
-static void on_signal(int sig)
+static void *signal_main(void *arg)
 {
-    (void)sig;
-    struct gw_server *srv = running;
-    if (srv != NULL)
-        gw_server_stop(srv); /* async-signal-safe (uv_async_send) */
+    struct gw_server *srv = arg;
+    int sig = 0;
+    if (sigwait(&stop_signals, &sig) == 0) {
+        mg_log(MG_LOG_INFO, "event=signal sig=%d action=stop", sig);
+        gw_server_stop(srv);
+    }
+    return NULL;
 }
 
 static void usage(FILE *f)
@@ -90,6 +97,10 @@ static int serve(int argc, char **argv)
         rv = mg_config_finish(&cfg, errmsg);
     if (rv == 0 && mg_log_set_level(cfg.log_level) != 0)
         rv = MG_ECONFIG;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     struct gw_server *srv = NULL;
     if (rv == 0)
         rv = gw_server_create(&cfg, &srv, errmsg);
@@ -99,15 +110,12 @@ static int serve(int argc, char **argv)
         return 1;
     }
     print_banner(&cfg, srv);
-    running = srv;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    pthread_t sig_thread;
+    pthread_create(&sig_thread, NULL, signal_main, srv);
     gw_server_run(srv);
-    running = NULL;
+    /* Stopped by a signal (the thread has returned) or not: wake it with SIGTERM. */
+    pthread_kill(sig_thread, SIGTERM);
+    pthread_join(sig_thread, NULL);
     gw_server_destroy(srv);
     mg_config_close(&cfg);
     return 0;
