@@ -10,6 +10,7 @@
  * into one arena copy of the value.
  */
 #include <assert.h>
+#include <stddef.h>
 #include <string.h>
 
 #define MG_MODULE "meta"
@@ -38,6 +39,22 @@ enum {
 };
 enum { TB_ID = 1, TB_OWNER = 2, TB_CREATED = 3, TB_ACL = 4, TB_TAG = 5, TB_LIFECYCLE = 6 };
 enum { TC_OBJECTS = 1, TC_BYTES = 2 };
+
+/* The string fields of an object entry, by tag. */
+static const struct {
+    unsigned tag;
+    size_t offset;
+} str_fields[] = {
+    {T_ETAG, offsetof(struct meta_object, etag)},
+    {T_CTYPE, offsetof(struct meta_object, content_type)},
+    {T_CENC, offsetof(struct meta_object, content_encoding)},
+    {T_CACHE, offsetof(struct meta_object, cache_control)},
+    {T_CDISP, offsetof(struct meta_object, content_disposition)},
+    {T_CLANG, offsetof(struct meta_object, content_language)},
+    {T_EXPIRES, offsetof(struct meta_object, expires)},
+    {T_OWNER, offsetof(struct meta_object, owner)},
+    {T_CKVAL, offsetof(struct meta_object, cksum_value)},
+};
 
 #define EXTENT_BYTES 32
 #define TLV_LEN_MAX 0xFFFFFFFFu
@@ -134,19 +151,13 @@ void meta__object_encode(const struct meta_object *o, enum meta_rec_kind kind, s
     w_begin(out, kind);
     w_data(out, &o->data);
     w_u64(out, T_MTIME, (uint64_t)o->mtime_ms);
-    w_str(out, T_ETAG, o->etag);
-    w_str(out, T_CTYPE, o->content_type);
-    w_str(out, T_CENC, o->content_encoding);
-    w_str(out, T_CACHE, o->cache_control);
-    w_str(out, T_CDISP, o->content_disposition);
-    w_str(out, T_CLANG, o->content_language);
-    w_str(out, T_EXPIRES, o->expires);
+    for (size_t i = 0; i < sizeof(str_fields) / sizeof(str_fields[0]); i++)
+        w_str(out, str_fields[i].tag,
+              *(const struct mg_str *)((const char *)o + str_fields[i].offset));
     w_kvs(out, T_UMETA, o->user_meta, o->nuser_meta);
     w_kvs(out, T_TAG, o->tags, o->ntags);
     w_u32(out, T_ACL, (uint32_t)o->acl);
-    w_str(out, T_OWNER, o->owner);
     w_u32(out, T_CKALGO, (uint32_t)o->cksum_algo);
-    w_str(out, T_CKVAL, o->cksum_value);
     for (size_t i = 0; i < o->nparts; i++) {
         const struct meta_part_info *p = &o->parts[i];
         w_hdr(out, T_PARTINFO, 12 + p->checksum.len);
@@ -297,6 +308,12 @@ struct obj_scan {
 static int r_object_item(struct obj_scan *s, unsigned tag, const uint8_t *v, size_t n)
 {
     struct meta_object *o = s->o;
+    for (size_t i = 0; i < sizeof(str_fields) / sizeof(str_fields[0]); i++) {
+        if (str_fields[i].tag == tag) {
+            *(struct mg_str *)((char *)o + str_fields[i].offset) = s_of(v, n);
+            return 0;
+        }
+    }
     switch (tag) {
     case T_SIZE:
         s->have_size = 1;
@@ -305,33 +322,6 @@ static int r_object_item(struct obj_scan *s, unsigned tag, const uint8_t *v, siz
     case T_MTIME:
         o->mtime_ms = n == 8 ? (int64_t)meta__get_u64(v) : 0;
         return r_fixed(n, 8);
-    case T_ETAG:
-        o->etag = s_of(v, n);
-        return 0;
-    case T_CTYPE:
-        o->content_type = s_of(v, n);
-        return 0;
-    case T_CENC:
-        o->content_encoding = s_of(v, n);
-        return 0;
-    case T_CACHE:
-        o->cache_control = s_of(v, n);
-        return 0;
-    case T_CDISP:
-        o->content_disposition = s_of(v, n);
-        return 0;
-    case T_CLANG:
-        o->content_language = s_of(v, n);
-        return 0;
-    case T_EXPIRES:
-        o->expires = s_of(v, n);
-        return 0;
-    case T_OWNER:
-        o->owner = s_of(v, n);
-        return 0;
-    case T_CKVAL:
-        o->cksum_value = s_of(v, n);
-        return 0;
     case T_UMETA:
         return r_kv(v, n, &o->user_meta[o->nuser_meta++]);
     case T_TAG:
