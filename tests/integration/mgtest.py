@@ -13,6 +13,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 import traceback
 import unittest
 import uuid
@@ -106,6 +107,21 @@ def run(cmd, check=True, env=None, input=None, timeout=600):
     return p
 
 
+def drop_bucket(s3, bucket):
+    """Deletes every object and upload in the bucket, then the bucket;
+    errors are ignored (cleanup must not mask the test's own result)."""
+    try:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if keys:
+                s3.delete_objects(Bucket=bucket, Delete={"Objects": keys})
+        for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
+            s3.abort_multipart_upload(Bucket=bucket, Key=u["Key"], UploadId=u["UploadId"])
+        s3.delete_bucket(Bucket=bucket)
+    except Exception:
+        pass
+
+
 class S3TestCase(unittest.TestCase):
     maxDiff = None
 
@@ -126,20 +142,16 @@ class S3TestCase(unittest.TestCase):
 
     def cleanup_bucket(self, s3, bucket):
         """Registers removal of the bucket and everything in it."""
-        def drop():
-            try:
-                for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-                    keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-                    if keys:
-                        s3.delete_objects(Bucket=bucket, Delete={"Objects": keys})
-                up = s3.list_multipart_uploads(Bucket=bucket)
-                for u in up.get("Uploads", []):
-                    s3.abort_multipart_upload(Bucket=bucket, Key=u["Key"],
-                                              UploadId=u["UploadId"])
-                s3.delete_bucket(Bucket=bucket)
-            except Exception:
-                pass
-        self.addCleanup(drop)
+        self.addCleanup(drop_bucket, s3, bucket)
+
+    @classmethod
+    def class_bucket(cls, prefix):
+        """Sets cls.s3 (user 1) and cls.bucket, a bucket shared by the
+        class's tests and dropped after them."""
+        cls.s3 = client()
+        cls.bucket = bucket_name(prefix)
+        cls.s3.create_bucket(Bucket=cls.bucket)
+        cls.addClassCleanup(drop_bucket, cls.s3, cls.bucket)
 
     def new_bucket(self, s3=None, prefix="it", **kw):
         s3 = s3 or client()
@@ -150,7 +162,17 @@ class S3TestCase(unittest.TestCase):
 
 
 class _Result(unittest.TestResult):
-    """Prints one TAP-like line per test as it ends."""
+    """Prints one TAP-like line per test as it ends (and its time when slow)."""
+
+    def startTest(self, test):
+        super().startTest(test)
+        self._t0 = time.monotonic()
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        dt = time.monotonic() - getattr(self, "_t0", time.monotonic())
+        if dt >= 2:
+            print("# %s took %.1f s" % (self._name(test), dt), flush=True)
 
     def _name(self, test):
         return "%s.%s" % (type(test).__name__, test._testMethodName) \

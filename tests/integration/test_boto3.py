@@ -106,21 +106,13 @@ class Transfer(S3TestCase):
 class Listing(S3TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.s3 = client()
-        cls.bucket = mgtest.bucket_name("ls")
-        cls.s3.create_bucket(Bucket=cls.bucket)
+        cls.class_bucket("ls")
         cls.keys = sorted(["top%02d" % i for i in range(5)] +
                           ["a/%02d" % i for i in range(12)] +
                           ["a/b/%02d" % i for i in range(4)] +
                           ["c/d/e", "c/f", "z"])
         for k in cls.keys:
             cls.s3.put_object(Bucket=cls.bucket, Key=k, Body=k.encode())
-
-    @classmethod
-    def tearDownClass(cls):
-        for k in cls.keys:
-            cls.s3.delete_object(Bucket=cls.bucket, Key=k)
-        cls.s3.delete_bucket(Bucket=cls.bucket)
 
     def test_paginator_all_keys(self):
         pages = list(self.s3.get_paginator("list_objects_v2").paginate(
@@ -166,17 +158,9 @@ class Listing(S3TestCase):
 class Presign(S3TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.s3 = client()
-        cls.bucket = mgtest.bucket_name("pre")
-        cls.s3.create_bucket(Bucket=cls.bucket)
+        cls.class_bucket("pre")
         cls.data = payload(1024, 11)
         cls.s3.put_object(Bucket=cls.bucket, Key="dir/small.txt", Body=cls.data)
-
-    @classmethod
-    def tearDownClass(cls):
-        for o in cls.s3.list_objects_v2(Bucket=cls.bucket).get("Contents", []):
-            cls.s3.delete_object(Bucket=cls.bucket, Key=o["Key"])
-        cls.s3.delete_bucket(Bucket=cls.bucket)
 
     def fetch(self, url):
         out = local("presigned.out")

@@ -29,26 +29,10 @@ def crc32_b64(data):
 class Base(S3TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.s3 = client()
-        cls.bucket = mgtest.bucket_name("err")
-        cls.s3.create_bucket(Bucket=cls.bucket)
+        cls.class_bucket("err")
         cls.data = payload(1024, 1)
-        r = cls.s3.put_object(Bucket=cls.bucket, Key="obj", Body=cls.data)
-        cls.etag = r["ETag"]
+        cls.etag = cls.s3.put_object(Bucket=cls.bucket, Key="obj", Body=cls.data)["ETag"]
         cls.raw = s3raw.Client()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            for page in cls.s3.get_paginator("list_objects_v2").paginate(Bucket=cls.bucket):
-                for o in page.get("Contents", []):
-                    cls.s3.delete_object(Bucket=cls.bucket, Key=o["Key"])
-            for u in cls.s3.list_multipart_uploads(Bucket=cls.bucket).get("Uploads", []):
-                cls.s3.abort_multipart_upload(Bucket=cls.bucket, Key=u["Key"],
-                                              UploadId=u["UploadId"])
-            cls.s3.delete_bucket(Bucket=cls.bucket)
-        except Exception:
-            pass
 
     def assertRaw(self, r, code, status):
         self.assertEqual((r.code, r.status), (code, status), repr(r))

@@ -16,10 +16,13 @@ fi
 T=$MG_TMP
 rand_file "$T/small.bin" 1024
 rand_file "$T/big.bin" $((20 * 1024 * 1024 + 7))
-mkdir -p "$T/tree/sub/deeper"
-rand_file "$T/tree/a.txt" 100
-rand_file "$T/tree/sub/b.txt" 2000
-rand_file "$T/tree/sub/deeper/c.bin" 300000
+
+new_tree() {
+    rm -rf "$T/tree" && mkdir -p "$T/tree/sub/deeper"
+    rand_file "$T/tree/a.txt" 100
+    rand_file "$T/tree/sub/b.txt" 2000
+    rand_file "$T/tree/sub/deeper/c.bin" 300000
+}
 
 write_cfg() { # FILE V2(True|False)
     cat >"$1" <<CFG
@@ -85,6 +88,7 @@ t_del() {
 for sig in V4 V2; do
     CFG="$T/s3cfg-$sig"
     B="s3cmd-$(echo "$sig" | tr 'A-Z' 'a-z')-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    new_tree
     if [ "$sig" = V2 ]; then write_cfg "$CFG" True; else write_cfg "$CFG" False; fi
     check "s3cmd[$sig] mb" t_mb
     check "s3cmd[$sig] put 1 KiB + 20 MiB multipart, ls" t_put
