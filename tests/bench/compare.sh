@@ -12,6 +12,9 @@
 # env:   BUILD (build dir, default <repo>/build), METAGATE, MGBENCH, PEER_DIR
 #        (/tmp/ceph-peer), PEERS (<repo>/../shared/peers), RGW_PORT (7480)
 #
+# Each invocation uses a fresh bucket (mgbcmp-<time>) so neither server lists
+# over the leftovers (RGW keeps index tombstones) of earlier runs.
+#
 # If metagate cannot be started (binary missing, or no answer within 30 s),
 # or with --peer-only, the table is produced against RGW alone and says so.
 set -euo pipefail
@@ -43,7 +46,7 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
     --peer-only) PEER_ONLY=1; shift ;;
-    -h|--help) sed -n '3,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,19p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -51,6 +54,7 @@ done
 [ -x "$MGBENCH" ] || { echo "compare.sh: $MGBENCH not built (cmake --build $BUILD --target mgbench)" >&2; exit 1; }
 
 WORK=$(mktemp -d /tmp/mgb-compare-XXXXXX)
+BUCKET=mgbcmp-$(date +%s)
 MG_PID=
 STARTED_PEER=0
 
@@ -118,12 +122,12 @@ ROWS=$WORK/rows.md
 for w in $WORKLOADS; do
     echo "compare.sh: $w" >&2
     if [ -n "$MG" ]; then
-        "$MGBENCH" --endpoint "$MG" --access-key "$AK" --secret-key "$SK" --vs "$RGW" \
+        "$MGBENCH" --endpoint "$MG" --access-key "$AK" --secret-key "$SK" --vs "$RGW" --bucket "$BUCKET" \
             --size "$SIZE" --duration "$DURATION" --concurrency "$CONC" --rounds "$ROUNDS" \
             --md "$ROWS" --json "$WORK/$w.json" --no-progress "$w" >"$WORK/$w.txt" 2>&1 ||
             echo "compare.sh: $w failed (see $WORK/$w.txt)" >&2
     else
-        "$MGBENCH" --endpoint "$RGW" --access-key "$AK" --secret-key "$SK" \
+        "$MGBENCH" --endpoint "$RGW" --access-key "$AK" --secret-key "$SK" --bucket "$BUCKET" \
             --size "$SIZE" --duration "$DURATION" --concurrency "$CONC" --rounds "$ROUNDS" \
             --md "$ROWS" --json "$WORK/$w.json" --no-progress "$w" >"$WORK/$w.txt" 2>&1 ||
             echo "compare.sh: $w failed (see $WORK/$w.txt)" >&2

@@ -8,6 +8,9 @@
 # threads and stopped by PID); --url points both at another endpoint (e.g.
 # metagate's /health). Prints both rates and mgbench/wrk.
 #
+# Besides the rates it prints each client's CPU time per request (user + system,
+# from getrusage of the child), which a shared noisy box disturbs much less than the
+# rates: it says directly which client costs more per request.
 # With --runs N the pair is repeated N times, alternating wrk and mgbench, and
 # the ratio of the medians is printed too (the box is shared and noisy).
 #
@@ -36,7 +39,7 @@ while [ $# -gt 0 ]; do
     --server-threads) SERVER_THREADS=$2; shift 2 ;;
     --url) URL=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
-    -h|--help) sed -n '3,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,22p' "$0"; exit 0 ;;
     *) echo "hello_vs_wrk.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -62,14 +65,21 @@ echo "endpoint:  $URL (server threads: ${SERVER_THREADS}, when started here)"
 echo "load:      $CONNS connections, $THREADS threads, ${DURATION} s per run"
 WRK_RATES=
 MGB_RATES=
+# cpu_run OUT CMD...: run CMD with stdout+stderr to OUT; print its user+system CPU seconds.
+cpu_run() {
+    python3 -c 'import resource,subprocess,sys
+with open(sys.argv[1], "w") as f: subprocess.run(sys.argv[2:], stdout=f, stderr=subprocess.STDOUT)
+r = resource.getrusage(resource.RUSAGE_CHILDREN); print("%.3f" % (r.ru_utime + r.ru_stime))' "$@"
+}
 for run in $(seq "$RUNS"); do
-    "$WRK" -t"$THREADS" -c"$CONNS" -d"${DURATION}s" "$URL" >"$WORK/wrk$run.txt" 2>&1
+    WRK_CPU=$(cpu_run "$WORK/wrk$run.txt" "$WRK" -t"$THREADS" -c"$CONNS" -d"${DURATION}s" "$URL")
     WRK_RATE=$(awk '/^Requests\/sec:/{print $2}' "$WORK/wrk$run.txt")
-    "$MGBENCH" --endpoint "$HOSTPORT" --path "$PATH_PART" --threads "$THREADS" \
-        --concurrency "$CONNS" --duration "$DURATION" --no-progress \
-        --json "$WORK/mgbench$run.json" hello >"$WORK/mgbench$run.txt" 2>&1
-    read -r MGB_RATE MGB_ERR < <(python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["ops"]["GET"]; print("%.2f %d" % (g["ops_per_s"], g["errors"]))' "$WORK/mgbench$run.json")
-    python3 -c 'import sys; print("run %s: wrk %s req/s, mgbench %s req/s (%s errors), mgbench/wrk %.3f" % (sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[3]) / float(sys.argv[2])))' "$run" "$WRK_RATE" "$MGB_RATE" "$MGB_ERR"
+    WRK_N=$(awk '/requests in/{print $1}' "$WORK/wrk$run.txt")
+    MGB_CPU=$(cpu_run "$WORK/mgbench$run.txt" "$MGBENCH" --endpoint "$HOSTPORT" --path "$PATH_PART" \
+        --threads "$THREADS" --concurrency "$CONNS" --duration "$DURATION" --no-progress \
+        --json "$WORK/mgbench$run.json" hello)
+    read -r MGB_RATE MGB_ERR MGB_N < <(python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["ops"]["GET"]; print("%.2f %d %d" % (g["ops_per_s"], g["errors"], g["count"]))' "$WORK/mgbench$run.json")
+    python3 -c 'import sys; a=sys.argv; print("run %s: wrk %s req/s (%.2f us CPU/req), mgbench %s req/s (%.2f us CPU/req, %s errors), mgbench/wrk %.3f" % (a[1], a[2], float(a[5]) * 1e6 / float(a[6]), a[3], float(a[7]) * 1e6 / float(a[8]), a[4], float(a[3]) / float(a[2])))' "$run" "$WRK_RATE" "$MGB_RATE" "$MGB_ERR" "$WRK_CPU" "$WRK_N" "$MGB_CPU" "$MGB_N"
     WRK_RATES="$WRK_RATES $WRK_RATE"
     MGB_RATES="$MGB_RATES $MGB_RATE"
 done
