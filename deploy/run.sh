@@ -6,7 +6,8 @@
 # key pair; later starts reuse it. Ctrl-C stops the server.
 #
 # Overrides: METAGATE_LISTEN=HOST:PORT, METAGATE_DATA=DIR,
-# METAGATE_SKIP_BUILD=1 (use the existing build/metagate).
+# METAGATE_SKIP_BUILD=1 (use the existing build/metagate), METAGATE_BIN=PATH
+# (run that binary, no build; the integration suite's deploy test uses it).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -15,20 +16,24 @@ cd "$(dirname "$0")/.."
 
 listen="${METAGATE_LISTEN:-127.0.0.1:9000}"
 data="${METAGATE_DATA:-./data}"
+bin="${METAGATE_BIN:-build/metagate}"
 
-# shellcheck disable=SC2086
-mg_apt_install $MG_BUILD_PKGS
-if [ "${METAGATE_SKIP_BUILD:-0}" != 1 ] || [ ! -x build/metagate ]; then
-    mg_build Release build
+if [ -z "${METAGATE_BIN:-}" ]; then
+    # shellcheck disable=SC2086
+    mg_apt_install $MG_BUILD_PKGS
+    if [ "${METAGATE_SKIP_BUILD:-0}" != 1 ] || [ ! -x build/metagate ]; then
+        mg_build Release build
+    fi
 fi
 
 mkdir -p "$data"
 data="$(cd "$data" && pwd)"
 config="$data/metagate.json"
 if [ ! -f "$config" ]; then
-    # 20-character access key and 40-character secret, as AWS shapes them.
-    ak="MG$(LC_ALL=C tr -dc 'A-Z0-9' </dev/urandom | head -c 18)"
-    sk="$(LC_ALL=C tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40)"
+    # 20-character access key and 40-character secret, as AWS shapes them
+    # (|| true: tr ends on SIGPIPE once head has enough, and pipefail is on).
+    ak="MG$(LC_ALL=C tr -dc 'A-Z0-9' </dev/urandom | head -c 18 || true)"
+    sk="$(LC_ALL=C tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40 || true)"
     umask 077
     cat >"$config" <<JSON
 {
@@ -55,4 +60,4 @@ try it (path-style addressing):
     aws --endpoint-url http://$listen s3 mb s3://demo
 EOT
 
-exec build/metagate serve --config "$config" --listen "$listen" --data "$data"
+exec "$bin" serve --config "$config" --listen "$listen" --data "$data"

@@ -65,7 +65,8 @@ class Server:
 
     workdir: a directory this fixture owns; the config, the log and (unless
     data_dir is given) the data directory go inside it. users: list of user
-    entries (make_user). tls: serve HTTPS with a fresh self-signed
+    entries (make_user); an empty list leaves "users" out of the config, so
+    the server generates a key pair. tls: serve HTTPS with a fresh self-signed
     certificate. domain: enable virtual-host addressing.
     """
 
@@ -112,9 +113,10 @@ class Server:
             "MG_DATA_DIR": self.data_dir,
             "MG_CONFIG": self.config_file,
             "MG_SERVER_LOG": self.log_file,
-            "MG_ACCESS_KEY": self.users[0]["access_key"],
-            "MG_SECRET_KEY": self.users[0]["secret_key"],
         }
+        if self.users:
+            e["MG_ACCESS_KEY"] = self.users[0]["access_key"]
+            e["MG_SECRET_KEY"] = self.users[0]["secret_key"]
         if len(self.users) > 1:
             e["MG_ACCESS_KEY2"] = self.users[1]["access_key"]
             e["MG_SECRET_KEY2"] = self.users[1]["secret_key"]
@@ -130,8 +132,9 @@ class Server:
             "listen": "127.0.0.1:%d" % self.port,
             "data_dir": self.data_dir,
             "region": "us-east-1",
-            "users": self.users,
         }
+        if self.users:
+            cfg["users"] = self.users
         if self.tls:
             cfg["tls"] = {"cert_file": self.cert_file, "key_file": self.key_file}
         if self.domain:
