@@ -96,14 +96,15 @@ static void emit_prefix(struct list_acc *acc, struct mg_arena *a, struct mg_str 
     acc->prefixes[acc->nprefixes++] = (struct mg_str){mg_arena_dup(a, cp.base, cp.len), cp.len};
 }
 
-static int emit_object(struct list_acc *acc, struct mg_arena *a, struct mg_str name,
-                       const char *val, size_t vl)
+/* Append the entry; a corrupt one is logged and left out (one bad row must not make every
+ * LIST of the bucket fail). */
+static void emit_object(struct list_acc *acc, struct mg_arena *a, struct mg_str name,
+                        const char *val, size_t vl, struct mg_str *last)
 {
     struct meta_object o;
-    int rv = meta__object_decode_summary(val, vl, a, &o);
-    if (rv != 0) {
+    if (meta__object_decode_summary(val, vl, a, &o) != 0) {
         mg_log(MG_LOG_ERROR, "event=corrupt_entry op=list key_len=%zu", name.len);
-        return rv;
+        return;
     }
     o.key = (struct mg_str){mg_arena_dup(a, name.base, name.len), name.len};
     if (acc->nobjects == acc->cap_objects) {
@@ -111,29 +112,26 @@ static int emit_object(struct list_acc *acc, struct mg_arena *a, struct mg_str n
         acc->objects = mg_realloc(acc->objects, acc->cap_objects * sizeof(*acc->objects));
     }
     acc->objects[acc->nobjects++] = o;
-    return 0;
+    *last = o.key;
 }
 
 /* Budget: at most max_keys (<= 1000) emitted items, each costing one next or one seek,
  * plus the counters row and one start seek: O(max_keys) iterator steps whatever the number
  * of keys under the common prefixes. */
-static int scan(struct meta_store *ms, struct eng_iter *it, uint64_t bucket_id,
-                const struct meta_list_req *req, struct mg_arena *a, struct list_acc *acc,
-                struct mg_str *last)
+static void scan(struct meta_store *ms, struct eng_iter *it, uint64_t bucket_id,
+                 const struct meta_list_req *req, struct mg_arena *a, struct list_acc *acc,
+                 struct mg_str *last)
 {
     struct mg_buf tmp;
     mg_buf_init(&tmp);
-    int rv = 0;
     seek_start(ms, it, bucket_id, req, &tmp);
     while (eng_iter_valid(it) && acc->nobjects + acc->nprefixes < req->max_keys) {
         size_t kl, vl;
         const char *key = eng_iter_key(it, &kl);
         uint64_t bid, parent;
-        struct mg_str name;
-        if (meta__key_object_decode(key, kl, &bid, &parent, &name) != 0) {
-            rv = MG_ECORRUPT;
-            break;
-        }
+        struct mg_str name = {NULL, 0};
+        if (meta__key_object_decode(key, kl, &bid, &parent, &name) != 0)
+            name.len = 0; /* over-long: skipped like the counters row (logged by fsck) */
         struct mg_str cp = common_prefix(name, req);
         if (cp.len > 0) {
             emit_prefix(acc, a, cp);
@@ -143,15 +141,12 @@ static int scan(struct meta_store *ms, struct eng_iter *it, uint64_t bucket_id,
         }
         if (name.len > 0) { /* the counters row has the empty name */
             const char *val = eng_iter_value(it, &vl);
-            if ((rv = emit_object(acc, a, name, val, vl)) != 0)
-                break;
-            *last = acc->objects[acc->nobjects - 1].key;
+            emit_object(acc, a, name, val, vl, last);
         }
         eng_iter_next(it);
         atomic_fetch_add(&ms->list_steps, 1);
     }
     mg_buf_close(&tmp);
-    return rv;
 }
 
 int meta_object_list(struct meta_store *ms, struct mg_str bucket,
@@ -179,11 +174,9 @@ int meta_object_list(struct meta_store *ms, struct mg_str bucket,
     struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
     struct list_acc acc = {0};
     struct mg_str last = {"", 0};
-    rv = scan(ms, it, bucket_id, req, a, &acc, &last);
-    if (rv == 0) {
-        out->truncated = eng_iter_valid(it);
-        rv = eng_iter_status(it);
-    }
+    scan(ms, it, bucket_id, req, a, &acc, &last);
+    out->truncated = eng_iter_valid(it);
+    rv = eng_iter_status(it);
     eng_iter_destroy(it);
     if (rv == 0) {
         out->objects = mg_arena_alloc(a, acc.nobjects * sizeof(*out->objects));

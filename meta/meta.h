@@ -174,7 +174,8 @@ struct meta_put_cond {
  * MG_ENOSPC. */
 int meta_object_put(struct meta_store *ms, struct mg_str bucket, const struct meta_object *obj,
                     const struct meta_put_cond *cond);
-/* Returns 0, MG_ENOSUCHBUCKET, MG_ENOSUCHKEY, MG_EIO. */
+/* Returns 0, MG_ENOSUCHBUCKET, MG_ENOSUCHKEY, MG_EIO, MG_ECORRUPT (entry failed validation;
+ * LIST leaves such an entry out, delete and put replace it). */
 int meta_object_get(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
                     struct mg_arena *a, struct meta_object *out);
 /* Idempotent: 0 whether or not the key existed. Returns 0, MG_ENOSUCHBUCKET, MG_EIO.

@@ -116,6 +116,24 @@ static void test_delimiters(void **state)
     assert_int_equal(r.objects[0].size, 1);
     assert_true(EQ(r.objects[0].etag, "e"));
 
+    /* a corrupt entry is left out, not fatal */
+    uint64_t bid;
+    struct mg_buf k;
+    mg_buf_init(&k);
+    assert_int_equal(meta__bucket_id(f->ms, BKT, &bid), 0);
+    meta__key_object(&k, bid, S("bad"));
+    struct eng_batch *b = eng_batch_create();
+    eng_batch_put(b, ENG_CF_META, k.base, k.len, "\x01\x01\x01\x09", 4);
+    assert_int_equal(meta__shard_apply(&f->ms->shard, b), 0);
+    eng_batch_destroy(b);
+    mg_buf_close(&k);
+    list(f, "b", 1, "", 0, "", 0, 1000, &r);
+    assert_int_equal(r.nobjects, 1);
+    assert_true(EQ(r.objects[0].key, "b"));
+    struct meta_object o;
+    assert_int_equal(meta_object_get(f->ms, BKT, S("bad"), &f->a, &o), MG_ECORRUPT);
+    assert_int_equal(meta_object_delete(f->ms, BKT, S("bad"), NULL), 0);
+
     /* exact truncation and next_marker */
     list(f, "", 0, "/", 1, "", 0, 13, &r);
     assert_int_equal(r.nobjects + r.nprefixes, 13);
