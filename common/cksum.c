@@ -85,16 +85,83 @@ void mg_hex_encode(const uint8_t *in, size_t len, char *out)
     out[2 * len] = '\0';
 }
 
-int mg__hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#define HEX_ROW_NONE -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
+const signed char mg__hex_tab[256] = {
+    HEX_ROW_NONE,
+    HEX_ROW_NONE,
+    HEX_ROW_NONE,
+    0,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    9,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1, /* 0x30 */
+    -1,
+    10,
+    11,
+    12,
+    13,
+    14,
+    15,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1, /* 0x40 */
+    HEX_ROW_NONE,
+    -1,
+    10,
+    11,
+    12,
+    13,
+    14,
+    15,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1,
+    -1, /* 0x60 */
+    HEX_ROW_NONE,
+    HEX_ROW_NONE,
+    HEX_ROW_NONE,
+    HEX_ROW_NONE,
+    HEX_ROW_NONE,
+    HEX_ROW_NONE,
+    HEX_ROW_NONE,
+    HEX_ROW_NONE,
+    HEX_ROW_NONE,
+};
+
+/* A-Z a-z 0-9 - _ . ~ */
+const unsigned char mg__unreserved_tab[256] = {
+    ['-'] = 1, ['_'] = 1, ['.'] = 1, ['~'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
+    ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['A'] = 1, ['B'] = 1,
+    ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
+    ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+    ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1,
+};
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -175,12 +242,6 @@ int mg_ct_equal(const void *a, const void *b, size_t len)
     for (size_t i = 0; i < len; i++)
         d |= x[i] ^ y[i];
     return d == 0;
-}
-
-int mg__unreserved(unsigned char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '.' || c == '~';
 }
 
 static const char HEXDIG[] = "0123456789ABCDEF";

@@ -374,9 +374,8 @@ int mg_sigv4_parse_header(struct mg_str a, struct mg_sigv4_auth *out)
     int have_cred = 0, have_sh = 0, have_sig = 0;
     size_t i = 0;
     while (i < rest.len) {
-        size_t j = i;
-        while (j < rest.len && rest.base[j] != ',')
-            j++;
+        const char *comma = memchr(rest.base + i, ',', rest.len - i);
+        size_t j = comma != NULL ? (size_t)(comma - rest.base) : rest.len;
         struct mg_str kv = mg__trim((struct mg_str){rest.base + i, j - i});
         const char *eq = memchr(kv.base, '=', kv.len);
         if (eq == NULL)

@@ -35,10 +35,21 @@ void mg__hmac_init(struct mg__hmac *h, const void *key, size_t klen);
 void mg__hmac_update(struct mg__hmac *h, const void *data, size_t len);
 void mg__hmac_final(struct mg__hmac *h, uint8_t out[32]);
 
+/* Byte class tables (cksum.c): hex digit value or -1; 1 for RFC 3986 unreserved bytes. */
+extern const signed char mg__hex_tab[256];
+extern const unsigned char mg__unreserved_tab[256];
+
 /* Value of a hex digit, or -1. */
-int mg__hexval(int c);
+static inline int mg__hexval(int c)
+{
+    return mg__hex_tab[(unsigned char)c];
+}
+
 /* 1 when c is an RFC 3986 unreserved byte (A-Z a-z 0-9 - _ . ~). */
-int mg__unreserved(unsigned char c);
+static inline int mg__unreserved(unsigned char c)
+{
+    return mg__unreserved_tab[c];
+}
 /* S3 canonical form of one URI component: percent-decode `in` (a bad escape is taken
  * literally), then percent-encode every byte that is not unreserved ('/' kept when
  * keep_slash). Appends to out. */

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Checksums and byte helpers of common/cksum.c: known vectors, streaming, encodings. */
+#include "common/sig_int.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -195,6 +197,21 @@ static void test_uri(void **state)
     mg_buf_close(&b);
 }
 
+/* The byte-class tables against their definitions. */
+static void test_byte_tables(void **state)
+{
+    for (int c = 0; c < 256; c++) {
+        int hex = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
+        int unres = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    c == '-' || c == '_' || c == '.' || c == '~';
+        assert_int_equal(mg__hexval(c), hex);
+        assert_int_equal(mg__unreserved((unsigned char)c), unres);
+    }
+}
+
 int test_cksum_run(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +219,7 @@ int test_cksum_run(void)
         cmocka_unit_test(test_hash_vectors),      cmocka_unit_test(test_streaming_equals_oneshot),
         cmocka_unit_test(test_algo_names),        cmocka_unit_test(test_base64),
         cmocka_unit_test(test_ct_equal),          cmocka_unit_test(test_uri),
+        cmocka_unit_test(test_byte_tables),
     };
     return cmocka_run_group_tests_name("common/cksum", tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
  * and "Signing and authenticating REST requests" for V2), plus the parsers,
  * the clock checks and presign expiry.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -138,6 +139,43 @@ static void test_signing_key_cache(void **state)
     mg_sigv4_signing_key(test_str(longsec), test_str("20130524"), test_str("us-east-1"),
                          test_str("s3"), k3);
     assert_memory_equal(k2, k3, 32);
+}
+
+/* Threads verify and derive keys at once: per-thread caches and scratch never mix. */
+static void *verify_loop(void *arg)
+{
+    long id = (long)arg;
+    struct mg_sig_req r = get_req();
+    struct mg_sigv4_auth a;
+    uint8_t key[32];
+    static const char authz[] =
+        "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
+        "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,"
+        "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41";
+    if (mg_sigv4_parse_header(test_str(authz), &a) != 0)
+        return (void *)1;
+    a.amz_date = test_str("20130524T000000Z");
+    for (int i = 0; i < 2000; i++) {
+        char date[16];
+        snprintf(date, sizeof(date), "201305%02d", (int)((i + id) % 28) + 1);
+        mg_sigv4_signing_key(test_str(TEST_SECRET), test_str(date), test_str("us-east-1"),
+                             test_str("s3"), key);
+        if (mg_sigv4_verify(&r, &a, test_str(TEST_SECRET), test_str(MG_EMPTY_SHA256), key) != 0)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, verify_loop, (void *)i), 0);
+    for (int i = 0; i < 4; i++) {
+        void *rv;
+        assert_int_equal(pthread_join(t[i], &rv), 0);
+        assert_null(rv);
+    }
 }
 
 static void test_v4_parse_header_errors(void **state)
@@ -355,6 +393,7 @@ int test_sig_run(void)
         cmocka_unit_test(test_v4_header_aws_example),
         cmocka_unit_test(test_v4_presign_aws_example),
         cmocka_unit_test(test_signing_key_cache),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_v4_parse_header_errors),
         cmocka_unit_test(test_v4_parse_query),
         cmocka_unit_test(test_v4_clock),
