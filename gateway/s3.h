@@ -21,7 +21,7 @@
 /* What a request needs from a bucket (DESIGN: buckets belong to their creator; canned ACLs
  * grant read/write to others). */
 enum gw_perm {
-    GW_PERM_READ,  /* GET/HEAD object, LIST */
+    GW_PERM_READ,  /* LIST and HEAD bucket (bucket ACL); GET/HEAD object (object ACL) */
     GW_PERM_WRITE, /* PUT/DELETE object, multipart */
     GW_PERM_OWNER, /* bucket configuration */
 };
@@ -49,8 +49,9 @@ int gw__s3_bucket_load(struct gw_request *r, enum gw_perm need, struct meta_buck
 /* 1 if acl grants need to this requester (anonymous when r->user is NULL). */
 int gw__s3_acl_allows(const struct gw_request *r, enum meta_acl acl, enum gw_perm need);
 int gw__s3_is_owner(const struct gw_request *r, struct mg_str owner);
-/* Loads (bucket, key) for reading: bucket READ, or else the object's own ACL. A missing key
- * behind a denied bucket is AccessDenied, never NoSuchKey. */
+/* Loads (bucket, key) for reading: the bucket owner, the object owner, or the object's ACL
+ * (S3: a bucket's READ grant lists, it does not open the objects). A missing key is NoSuchKey
+ * only to those who may list the bucket, AccessDenied to others. */
 int gw__s3_object_load(struct gw_request *r, struct mg_str bucket, struct mg_str key,
                        struct meta_bucket *b, struct meta_object *o);
 /* Owner string of r (the user name; empty when anonymous). */

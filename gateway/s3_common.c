@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The S3 handlers' entry point and what they share: gw_s3_dispatch, access
- * checks (buckets belong to their creator; canned ACLs open reads or writes
- * to others, issue 2), object header parsing and emission, copy sources and
+ * checks (buckets belong to their creator; canned ACLs open listing and writes
+ * on a bucket, object ACLs open reads, issue 2), object header parsing and emission, copy sources and
  * the body-to-blob-store path. The pure HTTP pieces live in s3_http.c.
  */
 #include <ctype.h>
@@ -100,16 +100,18 @@ int gw__s3_object_load(struct gw_request *r, struct mg_str bucket, struct mg_str
                        struct meta_bucket *b, struct meta_object *o)
 {
     int rv = meta_bucket_get(r->ms, bucket, &r->arena, b);
-    int bucket_ok;
     if (rv != 0)
         return rv;
-    bucket_ok = gw__s3_is_owner(r, b->owner) || gw__s3_acl_allows(r, b->acl, GW_PERM_READ);
     rv = meta_object_get(r->ms, bucket, key, &r->arena, o);
-    if (bucket_ok)
+    if (gw__s3_is_owner(r, b->owner))
         return rv;
-    /* The object's own ACL may open it (S3: object ACLs govern GetObject). */
+    /* As in S3, the object's ACL governs GetObject; the bucket's READ grant only lists. */
     if (rv == 0 && (gw__s3_is_owner(r, o->owner) || gw__s3_acl_allows(r, o->acl, GW_PERM_READ)))
         return 0;
+    /* "If you have the s3:ListBucket permission on the bucket, Amazon S3 returns 404 ... If
+     * you don't, it returns 403" (GetObject). */
+    if (rv == MG_ENOSUCHKEY && gw__s3_acl_allows(r, b->acl, GW_PERM_READ))
+        return rv;
     return rv == MG_EIO ? rv : MG_EACCESSDENIED;
 }
 
