@@ -59,7 +59,8 @@ struct conn {
     const char *body;          /* body to send (shared object data or xbody) */
     size_t body_len;
     size_t sent;               /* bytes of head + body written */
-    uint64_t t_start;          /* ns, when the request was started */
+    uint64_t t_start;          /* ns, when the request was sent */
+    uint64_t t_origin;         /* ns, latency start: t_start, or the release tick (open loop) */
     enum mgb_lop lop;          /* logical op being run */
     enum mgb_op op;            /* S3 request in flight */
     uint64_t id;               /* key id (RENAME: source) */
@@ -77,6 +78,12 @@ struct cache_slot {
     uint64_t id;               /* key id */
     char *buf;                 /* signed request head */
     size_t len;
+};
+
+/* Requests released by one open-loop tick and not yet sent. */
+struct release {
+    uint64_t t;                /* tick time (ns) */
+    uint64_t n;                /* requests left */
 };
 
 struct thr {
@@ -110,6 +117,8 @@ struct thr {
     /* open loop */
     double tokens;             /* fractional requests not yet released */
     uint64_t backlog;          /* released, waiting for a connection */
+    struct release *ring;      /* backlog as (tick time, count), oldest at ring_head */
+    unsigned ring_cap, ring_head, ring_len;
     uint64_t next_tick;
     struct conn **idle;
     unsigned nidle;
@@ -703,7 +712,7 @@ static void record(struct thr *t, struct conn *c, uint64_t now, int ok, uint64_t
         r->ops[op]++;
         r->bytes[op] += bytes;
         r->objects[op] += objs;
-        mgb_hist_record(&r->hist[op], now - c->t_start);
+        mgb_hist_record(&r->hist[op], now - c->t_origin);
     }
     r->errors[op] += errs;
     if (r->nsegs) {
@@ -765,12 +774,59 @@ static void send_more(struct thr *t, struct conn *c)
     c->state = C_RECV;
 }
 
+static int open_loop(const struct thr *t)
+{
+    return t->phase == MGB_PHASE_RUN && t->run->cfg->w.open_loop;
+}
+
+/* Oldest released request of the open-loop backlog (backlog > 0): its release time. */
+static uint64_t backlog_pop(struct thr *t)
+{
+    assert(t->backlog > 0 && t->ring_len > 0);
+    struct release *r = &t->ring[t->ring_head];
+    uint64_t when = r->t;
+    t->backlog--;
+    if (--r->n == 0) {
+        t->ring_head = (t->ring_head + 1) % t->ring_cap;
+        t->ring_len--;
+    }
+    return when;
+}
+
+/* Release n requests at tick time when; keep at most cap waiting (drop the oldest). */
+static void backlog_push(struct thr *t, uint64_t when, uint64_t n, uint64_t cap)
+{
+    if (n) {
+        if (t->ring_len == t->ring_cap) { /* more ticks waiting than a second has: drop */
+            t->res.dropped += t->ring[t->ring_head].n;
+            t->backlog -= t->ring[t->ring_head].n;
+            t->ring_head = (t->ring_head + 1) % t->ring_cap;
+            t->ring_len--;
+        }
+        t->ring[(t->ring_head + t->ring_len) % t->ring_cap] = (struct release){when, n};
+        t->ring_len++;
+        t->backlog += n;
+    }
+    while (t->backlog > cap) {
+        struct release *r = &t->ring[t->ring_head];
+        uint64_t k = t->backlog - cap < r->n ? t->backlog - cap : r->n;
+        r->n -= k;
+        t->backlog -= k;
+        t->res.dropped += k;
+        if (r->n == 0) {
+            t->ring_head = (t->ring_head + 1) % t->ring_cap;
+            t->ring_len--;
+        }
+    }
+}
+
 /* Send the request prepared in c (wbuf, body, op). Returns 1 if it was started. */
 static int start(struct thr *t, struct conn *c)
 {
     if (c->fd < 0 && conn_open(t, c) != 0) {
         uint64_t now = mgb_now_ns();
         c->t_start = now;
+        c->t_origin = now;
         record(t, c, now, 0, 0, 0, c->op == MGB_OP_DELETE && c->nobjs ? c->nobjs : 1);
         note_error(t, c->op, c, "connect failed");
         want_retry(t, c);
@@ -780,6 +836,8 @@ static int start(struct thr *t, struct conn *c)
     c->sent = 0;
     c->state = C_SEND;
     c->t_start = mgb_now_ns();
+    if (!open_loop(t))
+        c->t_origin = c->t_start;
     t->inflight++;
     send_more(t, c);
     return 1;
@@ -899,11 +957,6 @@ static int issue(struct thr *t, struct conn *c)
     return start(t, c);
 }
 
-static int open_loop(const struct thr *t)
-{
-    return t->phase == MGB_PHASE_RUN && t->run->cfg->w.open_loop;
-}
-
 static void next_op(struct thr *t, struct conn *c)
 {
     if (!open_loop(t)) {
@@ -911,7 +964,7 @@ static void next_op(struct thr *t, struct conn *c)
         return;
     }
     while (t->backlog) {
-        t->backlog--;
+        c->t_origin = backlog_pop(t);
         if (issue(t, c))
             return;
         t->res.dropped++;
@@ -990,6 +1043,7 @@ static void op_finish(struct thr *t, struct conn *c, const char *transport_err)
     else
         c->state = C_IDLE;
     if (effects(t, c, ok)) {
+        c->t_origin = mgb_now_ns(); /* the second request of a RENAME times itself */
         start(t, c);
         return;
     }
@@ -1075,12 +1129,7 @@ static void tick(struct thr *t, uint64_t now)
         t->tokens -= (double)rel;
         if (sec < t->res.nsegs)
             t->res.segs[sec].released += rel;
-        t->backlog += rel;
-        uint64_t cap = per_thr > 1 ? (uint64_t)per_thr : 1;
-        if (t->backlog > cap) {
-            t->res.dropped += t->backlog - cap;
-            t->backlog = cap;
-        }
+        backlog_push(t, t->next_tick, rel, per_thr > 1 ? (uint64_t)per_thr : 1);
         t->next_tick += tick_ns;
     }
     while (t->backlog && t->nidle) {
@@ -1203,6 +1252,8 @@ struct mgb_run *mgb_run_create(const struct mgb_config *cfg, const struct mgb_en
         t->cache = mg_calloc(CACHE_SLOTS, sizeof(*t->cache));
         mg_buf_init(&t->scratch);
         t->rbuf = mg_malloc(RBUF_BYTES);
+        t->ring_cap = 1000 / (cfg->w.tick_ms ? cfg->w.tick_ms : 10) + 4; /* > 1 s of ticks */
+        t->ring = mg_calloc(t->ring_cap, sizeof(*t->ring));
     }
     return run;
 }
@@ -1228,6 +1279,7 @@ void mgb_run_destroy(struct mgb_run *run)
         mg_free(t->idle);
         mg_free(t->pool);
         mg_free(t->rbuf);
+        mg_free(t->ring);
         mg_buf_close(&t->scratch);
         mgb_result_close(&t->res);
         close(t->epfd);
@@ -1324,6 +1376,8 @@ int mgb_run_phase(struct mgb_run *run, enum mgb_phase phase, struct mgb_result *
         t->connect_fails = 0;
         t->tokens = 0;
         t->backlog = 0;
+        t->ring_head = 0;
+        t->ring_len = 0;
         atomic_store(&t->done, 0);
         atomic_store(&t->live_ops, 0);
         atomic_store(&t->live_errors, 0);
