@@ -78,15 +78,60 @@ int meta_bucket_name_check(struct mg_str name)
     return looks_like_ipv4(name) ? MG_EINVALIDBUCKETNAME : 0;
 }
 
+static int slot_matches(const struct meta_bucket_cache_slot *s, struct mg_str name)
+{
+    return s->valid && s->name_len == name.len && memcmp(s->name, name.base, name.len) == 0;
+}
+
+/* The B·name row into v, from the cache or the engine. *found = 0 if absent. */
+static int read_bucket_row(struct meta_store *ms, struct mg_str name, struct mg_buf *v, int *found)
+{
+    struct meta_bucket_cache_slot *s = meta__bucket_slot(ms, name);
+    pthread_mutex_lock(&s->lock);
+    *found = slot_matches(s, name);
+    if (*found)
+        mg_buf_append(v, s->value.base, s->value.len);
+    pthread_mutex_unlock(&s->lock);
+    if (*found || name.len > META_BUCKET_NAME_MAX) /* no such name passes create */
+        return 0;
+    uint64_t gen = atomic_load(&ms->buckets.gen);
+    struct mg_buf k;
+    mg_buf_init(&k);
+    meta__key_bucket(&k, name);
+    int rv = meta__get(ms, ENG_CF_META, &k, v, found);
+    mg_buf_close(&k);
+    if (rv != 0 || !*found)
+        return rv;
+    pthread_mutex_lock(&s->lock);
+    if (atomic_load(&ms->buckets.gen) == gen) {
+        s->valid = 1;
+        s->name_len = name.len;
+        memcpy(s->name, name.base, name.len);
+        s->value.len = 0;
+        mg_buf_append(&s->value, v->base, v->len);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+/* After a change to the bucket's row was applied (caller holds the bucket write lock). */
+static void cache_invalidate(struct meta_store *ms, struct mg_str name)
+{
+    struct meta_bucket_cache_slot *s = meta__bucket_slot(ms, name);
+    pthread_mutex_lock(&s->lock);
+    atomic_fetch_add(&ms->buckets.gen, 1);
+    if (slot_matches(s, name))
+        s->valid = 0;
+    pthread_mutex_unlock(&s->lock);
+}
+
 int meta_bucket_get(struct meta_store *ms, struct mg_str name, struct mg_arena *a,
                     struct meta_bucket *out)
 {
-    struct mg_buf k, v;
+    struct mg_buf v;
     int found;
-    mg_buf_init(&k);
     mg_buf_init(&v);
-    meta__key_bucket(&k, name);
-    int rv = meta__get(ms, ENG_CF_META, &k, &v, &found);
+    int rv = read_bucket_row(ms, name, &v, &found);
     if (rv == 0 && !found)
         rv = MG_ENOSUCHBUCKET;
     if (rv == 0)
@@ -95,7 +140,6 @@ int meta_bucket_get(struct meta_store *ms, struct mg_str name, struct mg_arena *
         out->name = (struct mg_str){mg_arena_dup(a, name.base, name.len), name.len};
     if (rv == MG_ECORRUPT)
         mg_log(MG_LOG_ERROR, "event=corrupt_bucket_record bucket=%.*s", (int)name.len, name.base);
-    mg_buf_close(&k);
     mg_buf_close(&v);
     return rv;
 }
@@ -176,6 +220,7 @@ int meta_bucket_create(struct meta_store *ms, struct mg_str name, struct mg_str 
     pthread_rwlock_t *l = meta__bucket_lock(ms, name);
     pthread_rwlock_wrlock(l);
     rv = create_locked(ms, name, owner, acl);
+    cache_invalidate(ms, name);
     pthread_rwlock_unlock(l);
     return rv;
 }
@@ -260,6 +305,7 @@ int meta_bucket_delete(struct meta_store *ms, struct mg_str name)
     pthread_rwlock_t *l = meta__bucket_lock(ms, name);
     pthread_rwlock_wrlock(l);
     int rv = delete_locked(ms, name);
+    cache_invalidate(ms, name);
     pthread_rwlock_unlock(l);
     return rv;
 }
@@ -335,6 +381,7 @@ int meta_bucket_update(struct meta_store *ms, struct mg_str name, unsigned mask,
     pthread_rwlock_t *l = meta__bucket_lock(ms, name);
     pthread_rwlock_wrlock(l);
     int rv = update_locked(ms, name, mask, values);
+    cache_invalidate(ms, name);
     pthread_rwlock_unlock(l);
     return rv;
 }

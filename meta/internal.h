@@ -124,6 +124,24 @@ struct meta_free_queue {
     size_t n;
 };
 
+#define META_BUCKET_CACHE_SLOTS 256
+
+/* Bucket records by name, direct-mapped: every object op and the gateway's authorization
+ * read B·name, so a hit saves a RocksDB point read per lookup. Coherence: a change bumps gen
+ * and clears the slot (under the slot lock, after its apply); a miss fills the slot only if
+ * gen did not move since before its read, so a record read before a change is never cached
+ * after it. */
+struct meta_bucket_cache {
+    atomic_uint_fast64_t gen;
+    struct meta_bucket_cache_slot {
+        pthread_mutex_t lock;
+        int valid;
+        size_t name_len;
+        char name[META_BUCKET_NAME_MAX];
+        struct mg_buf value; /* the B·name row */
+    } slots[META_BUCKET_CACHE_SLOTS];
+};
+
 struct meta_store {
     struct meta_opts opts;
     char *data_dir;
@@ -136,6 +154,7 @@ struct meta_store {
     atomic_uint_fast64_t list_steps; /* iterator seeks + nexts by LIST (tests assert bounds) */
     uint32_t free_grace_ms;          /* see meta_opts; tests set 0 for immediate frees */
     struct meta_free_queue frees;
+    struct meta_bucket_cache buckets;
 };
 
 /* Apply one op's write set atomically and durably. The seam where a Raft proposal replaces
@@ -150,6 +169,7 @@ int meta__apply_put(struct meta_store *ms, struct mg_buf *k, struct mg_buf *v);
 
 pthread_mutex_t *meta__key_lock(struct meta_store *ms, struct mg_str bucket, struct mg_str key);
 pthread_rwlock_t *meta__bucket_lock(struct meta_store *ms, struct mg_str bucket);
+struct meta_bucket_cache_slot *meta__bucket_slot(struct meta_store *ms, struct mg_str bucket);
 
 int64_t meta__now_ms(void);
 /* 0 for 1..META_KEY_MAX bytes, MG_EKEYTOOLONG above, MG_EINVALIDARGUMENT when empty. */

@@ -65,6 +65,12 @@ pthread_rwlock_t *meta__bucket_lock(struct meta_store *ms, struct mg_str bucket)
     return &ms->bucket_locks[h % META_BUCKET_STRIPES];
 }
 
+struct meta_bucket_cache_slot *meta__bucket_slot(struct meta_store *ms, struct mg_str bucket)
+{
+    uint64_t h = fnv1a(14695981039346656037ull, bucket.base, bucket.len);
+    return &ms->buckets.slots[(h >> 8) % META_BUCKET_CACHE_SLOTS];
+}
+
 int64_t meta__now_ms(void)
 {
     struct timespec ts;
@@ -172,6 +178,11 @@ static void locks_init(struct meta_store *ms)
         pthread_rwlock_init(&ms->bucket_locks[i], NULL);
     pthread_mutex_init(&ms->seq_lock, NULL);
     pthread_mutex_init(&ms->frees.lock, NULL);
+    atomic_init(&ms->buckets.gen, 0);
+    for (size_t i = 0; i < META_BUCKET_CACHE_SLOTS; i++) {
+        pthread_mutex_init(&ms->buckets.slots[i].lock, NULL);
+        mg_buf_init(&ms->buckets.slots[i].value);
+    }
     ms->frees.ring = mg_malloc(META_FREE_QUEUE_MAX * sizeof(*ms->frees.ring));
 }
 
@@ -183,6 +194,10 @@ static void locks_destroy(struct meta_store *ms)
         pthread_rwlock_destroy(&ms->bucket_locks[i]);
     pthread_mutex_destroy(&ms->seq_lock);
     pthread_mutex_destroy(&ms->frees.lock);
+    for (size_t i = 0; i < META_BUCKET_CACHE_SLOTS; i++) {
+        pthread_mutex_destroy(&ms->buckets.slots[i].lock);
+        mg_buf_close(&ms->buckets.slots[i].value);
+    }
     mg_free(ms->frees.ring);
 }
 

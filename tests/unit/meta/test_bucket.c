@@ -80,6 +80,8 @@ static void test_delete_not_empty(void **state)
 {
     struct fx *f = *state;
     assert_int_equal(fx_put(f, BKT, S("k"), "hello", 5, NULL), 0);
+    struct meta_bucket before;
+    assert_int_equal(meta_bucket_get(f->ms, BKT, &f->a, &before), 0); /* cached now */
     assert_int_equal(meta_bucket_delete(f->ms, BKT), MG_EBUCKETNOTEMPTY);
     int existed = 0;
     assert_int_equal(meta_object_delete(f->ms, BKT, S("k"), &existed), 0);
@@ -98,8 +100,10 @@ static void test_delete_not_empty(void **state)
     assert_int_equal(meta_bucket_get(f->ms, BKT, &f->a, &b), MG_ENOSUCHBUCKET);
     assert_int_equal(fx_put(f, BKT, S("k"), "x", 1, NULL), MG_ENOSUCHBUCKET);
 
-    /* re-create: a new id, empty */
+    /* re-create: a new id (not a cached old record), empty */
     assert_int_equal(meta_bucket_create(f->ms, BKT, S("alice"), META_ACL_PRIVATE), 0);
+    assert_int_equal(meta_bucket_get(f->ms, BKT, &f->a, &b), 0);
+    assert_true(b.id > before.id);
     struct meta_list_req req = {.max_keys = 1000};
     struct meta_list_result res;
     assert_int_equal(meta_object_list(f->ms, BKT, &req, &f->a, &res), 0);
