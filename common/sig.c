@@ -643,16 +643,47 @@ void mg_sigv4_signature(const struct mg_sig_req *req, const struct mg_sigv4_auth
         memset(out_hex, 0, 65); /* a missing signed header: matches no signature */
 }
 
+static int list_has(struct mg_str list, struct mg_str name)
+{
+    size_t i = 0;
+    while (i < list.len) {
+        const char *semi = memchr(list.base + i, ';', list.len - i);
+        size_t j = semi != NULL ? (size_t)(semi - list.base) : list.len;
+        if (mg__strieq((struct mg_str){list.base + i, j - i}, name))
+            return 1;
+        i = j + 1;
+    }
+    return 0;
+}
+
+/* S3 refuses x-amz-* request headers left out of SignedHeaders ("There were headers present
+ * in the request which were not signed"): otherwise anyone replaying a signed request within
+ * its validity could add, say, x-amz-acl: public-read. */
+static int amz_headers_signed(const struct mg_sig_req *req, struct mg_str signed_headers)
+{
+    for (size_t i = 0; i < req->nheaders; i++) {
+        struct mg_str n = req->headers[i].name;
+        if (n.len > 6 && strncasecmp(n.base, "x-amz-", 6) == 0 && !list_has(signed_headers, n))
+            return 0;
+    }
+    return 1;
+}
+
 int mg_sigv4_verify(const struct mg_sig_req *req, const struct mg_sigv4_auth *auth,
                     struct mg_str secret, struct mg_str payload_hash, uint8_t key[32])
 {
     char sig[65];
+    /* "host" must be signed (SigV4 canonical headers), or a signature replays on any host */
+    if (!list_has(auth->signed_headers, S("host")))
+        return auth->presigned ? MG_EAUTHQUERY : MG_EAUTHHEADER;
     mg_sigv4_signing_key(secret, auth->date, auth->region, auth->service, key);
     int rv = signature_v4(req, auth, payload_hash, key, sig);
     if (rv != 0)
         return rv;
     if (auth->signature.len != 64 || !mg_ct_equal(sig, auth->signature.base, 64))
         return MG_ESIGNATURE;
+    if (!amz_headers_signed(req, auth->signed_headers))
+        return MG_EACCESSDENIED;
     return 0;
 }
 

@@ -107,7 +107,10 @@ void mg_sigv4_signature(const struct mg_sig_req *req, const struct mg_sigv4_auth
 /* Verify: returns 0 when the signature matches (constant-time compare), MG_ESIGNATURE when
  * not, MG_EAUTHHEADER when a signed header is missing from the request. Does not check the
  * clock; see mg_sigv4_check_time. On success, key[32] receives the signing key (for
- * aws-chunked chunk signatures). */
+ * aws-chunked chunk signatures). Also (added 2026-11-30), as S3 does: MG_EAUTHHEADER
+ * (MG_EAUTHQUERY presigned) when "host" is not among the signed headers, and
+ * MG_EACCESSDENIED when the request carries an x-amz-* header that is not signed ("There
+ * were headers present in the request which were not signed"). */
 int mg_sigv4_verify(const struct mg_sig_req *req, const struct mg_sigv4_auth *auth,
                     struct mg_str secret, struct mg_str payload_hash, uint8_t key[32]);
 

@@ -413,6 +413,16 @@ static void mreq_init(struct mreq *m, const struct httpfix *f, struct mg_str v2_
     m->req.headers = m->hdrs;
 }
 
+/* Append an unsigned "x-amz-meta-injected" header, as a replayer could. */
+static void add_unsigned_amz(struct mreq *m, size_t n)
+{
+    assert_true(n < HTTPFIX_MAX_HEADERS);
+    m->hdrs[n].name = test_str("x-amz-meta-injected");
+    m->hdrs[n].value = test_str("public-read");
+    m->vals[n] = NULL;
+    m->req.nheaders = n + 1;
+}
+
 static void mreq_close(struct mreq *m, size_t n)
 {
     mg_free(m->path);
@@ -504,6 +514,9 @@ static void fixture_v4_header(struct httpfix *f, const char *file)
     }
     mutate_each(m.path, f->path.len, &m.req, verify_v4_header, &c, file, "path");
     mutate_each(m.query, f->query.len, &m.req, verify_v4_header, &c, file, "query");
+    add_unsigned_amz(&m, f->nheaders);
+    assert_int_equal(verify_v4_header(&m.req, &c), MG_EACCESSDENIED);
+    cnt.mutations++;
     mreq_close(&m, f->nheaders);
     mg_arena_close(&arena);
 }
@@ -591,8 +604,16 @@ static void fixture_v4_query(struct httpfix *f, const char *file)
     struct mg_str e = query_param(test_str(m.query), "X-Amz-Expires");
     assert_non_null(e.base);
     char *ep = m.query + (e.base - m.query) + e.len - 1;
-    *ep = (char)(*ep == '9' ? '8' : *ep + 1);
+    char saved_e = *ep;
+    *ep = (char)(saved_e == '9' ? '8' : saved_e + 1);
     assert_int_equal(verify_v4_query(&m.req, NULL), MG_ESIGNATURE);
+    *ep = saved_e;
+    cnt.mutations++;
+    /* an unsigned x-amz-* header added */
+    assert_int_equal(verify_v4_query(&m.req, NULL), 0);
+    add_unsigned_amz(&m, f->nheaders);
+    assert_int_equal(verify_v4_query(&m.req, NULL), MG_EACCESSDENIED);
+    m.req.nheaders--;
     cnt.mutations++;
     /* every signed header (host) */
     for (size_t i = 0; i < f->nheaders; i++)

@@ -77,6 +77,17 @@ static void test_v4_header_aws_example(void **state)
     assert_int_equal(
         mg_sigv4_verify(&r, &a, test_str(TEST_SECRET), test_str("UNSIGNED-PAYLOAD"), key),
         MG_ESIGNATURE);
+    /* an x-amz-* header that is not signed (S3: "headers ... which were not signed") */
+    h[4].name = test_str("X-Amz-Acl");
+    h[4].value = test_str("public-read");
+    assert_int_equal(mg_sigv4_verify(&r, &a, test_str(TEST_SECRET), test_str(MG_EMPTY_SHA256), key),
+                     MG_EACCESSDENIED);
+    /* host not signed */
+    struct mg_sigv4_auth nohost = a;
+    nohost.signed_headers = test_str("range;x-amz-content-sha256;x-amz-date");
+    assert_int_equal(
+        mg_sigv4_verify(&r, &nohost, test_str(TEST_SECRET), test_str(MG_EMPTY_SHA256), key),
+        MG_EAUTHHEADER);
     r.nheaders = 1;
     assert_int_equal(mg_sigv4_verify(&r, &a, test_str(TEST_SECRET), test_str(MG_EMPTY_SHA256), key),
                      MG_EAUTHHEADER);
