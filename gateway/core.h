@@ -100,6 +100,7 @@ struct gw__loop {
     uv_timer_t stop_timer;
     int stop_ticks;
     int stopping;
+    int disposed;            /* context disposed and loop closed after the stop */
     uv_thread_t thread;
     uint64_t next_request_id;
     struct gw__metrics metrics;

@@ -187,6 +187,39 @@ static void on_stop_async(uv_async_t *a)
     uv_timer_start(&l->stop_timer, on_stop_tick, 0, STOP_TICK_MS);
 }
 
+/* After a graceful stop: close our handles, dispose h2o's context and close the loop, unless
+ * connections outlived the grace period (then everything dies with the process; h2o 2.2.5
+ * cannot dispose a context with live connections). Bounded: a few non-blocking turns. */
+static void loop_dispose(struct gw__loop *l)
+{
+    if (!h2o_linklist_is_empty(&l->ctx.http1._conns)) {
+        mg_log(MG_LOG_WARN, "event=stop_with_open_connections loop=%d", l->index);
+        return;
+    }
+    /* h2o_context_request_shutdown arms HTTP/2's graceful-shutdown entry even without HTTP/2
+     * connections; it has nothing left to do. */
+    h2o_timeout_unlink(&l->ctx.http2._graceful_shutdown_timeout);
+    h2o_timeout_t *const tos[] = {&l->ctx.zero_timeout,       &l->ctx.one_sec_timeout,
+                                  &l->ctx.hundred_ms_timeout, &l->ctx.handshake_timeout,
+                                  &l->ctx.http1.req_timeout,  &l->ctx.http2.idle_timeout,
+                                  &l->ctx.http2.graceful_shutdown_timeout,
+                                  &l->ctx.proxy.io_timeout};
+    for (size_t i = 0; i < sizeof(tos) / sizeof(tos[0]); i++) {
+        if (!h2o_linklist_is_empty(&tos[i]->_entries)) {
+            mg_log(MG_LOG_WARN, "event=stop_with_pending_timers loop=%d timeout=%zu", l->index, i);
+            return;
+        }
+    }
+    if (!uv_is_closing((uv_handle_t *)&l->listener))
+        uv_close((uv_handle_t *)&l->listener, NULL);
+    uv_close((uv_handle_t *)&l->stop_async, NULL);
+    uv_close((uv_handle_t *)&l->stop_timer, NULL);
+    h2o_context_dispose(&l->ctx);
+    for (int i = 0; i < 16 && uv_run(&l->loop, UV_RUN_NOWAIT) != 0; i++)
+        ;
+    l->disposed = uv_loop_close(&l->loop) == 0;
+}
+
 static void loop_main(void *arg)
 {
     struct gw__loop *l = arg;
@@ -198,6 +231,7 @@ static void loop_main(void *arg)
     }
     uv_run(&l->loop, UV_RUN_DEFAULT);
     atomic_store(&srv->serving, 0);
+    loop_dispose(l);
     current_loop = NULL;
 }
 
@@ -408,9 +442,15 @@ void gw_server_stop(struct gw_server *srv)
 
 void gw_server_destroy(struct gw_server *srv)
 {
-    /* Connections still open after the graceful window die with the process; their h2o
-     * contexts are not disposed (h2o 2.2.5 asserts on live connections). */
+    /* Loops whose connections outlived the graceful window were not disposed: their memory
+     * (and h2o's configuration, which they reference) dies with the process. */
+    int all_disposed = 1;
+    for (int i = 0; i < srv->nloops; i++)
+        all_disposed &= srv->loops[i].disposed;
     meta_store_close(srv->ms);
+    if (!all_disposed)
+        return;
+    h2o_config_dispose(&srv->globalconf);
     if (srv->ssl_ctx != NULL)
         SSL_CTX_free(srv->ssl_ctx);
     mg_free(srv->loops);
