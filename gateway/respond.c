@@ -136,7 +136,13 @@ void gw_respond(struct gw_request *r, int status, const char *content_type, stru
         h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
         return;
     }
-    req->res.content_length = body.len;
+    if (status == 204) {
+        /* No Content-Length on 204 (RFC 9110 8.6); h2o adds no chunked framing for it. */
+        req->res.content_length = SIZE_MAX;
+        body.len = 0;
+    } else {
+        req->res.content_length = body.len;
+    }
     h2o_iovec_t v = h2o_strdup(&req->pool, body.base, body.len);
     r->core.bytes_out += body.len;
     gw__request_done(r);
