@@ -134,6 +134,7 @@ struct mgb_run {
     char *body;                /* object data shared by all PUTs */
     size_t body_len;
     char body_sha[MG_SHA256_HEX_LEN + 1];
+    int64_t key_epoch_s;       /* base time of time-shaped keys */
     pthread_barrier_t barrier;
 };
 
@@ -411,9 +412,19 @@ static int dir_fmt(const struct mgb_run *run, unsigned dir, char *out, size_t ca
     return snprintf(out, cap, "%s/d%04u/", run->prefix, dir);
 }
 
+/* The key of id (workload.h, key shapes). Time-shaped keys carry run->key_epoch_s plus
+ * id milliseconds, so they sort by id inside a prefix as log keys sort by time. */
 static int key_fmt(const struct mgb_run *run, uint64_t id, char *out, size_t cap)
 {
-    return snprintf(out, cap, "%s/d%04u/o%010" PRIu64, run->prefix, key_dir(run, id), id);
+    if (!run->cfg->w.keys_time)
+        return snprintf(out, cap, "%s/d%04u/o%010" PRIu64, run->prefix, key_dir(run, id), id);
+    time_t s = (time_t)(run->key_epoch_s + id / 1000);
+    struct tm tm;
+    char ts[32];
+    gmtime_r(&s, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    return snprintf(out, cap, "%s/d%04u/%s.%06uZ-%010" PRIu64, run->prefix, key_dir(run, id), ts,
+                    (unsigned)(id % 1000) * 1000, id);
 }
 
 static void pool_add(struct thr *t, uint64_t id)
@@ -1213,6 +1224,7 @@ struct mgb_run *mgb_run_create(const struct mgb_config *cfg, const struct mgb_en
     run->ep = ep;
     run->round = round;
     snprintf(run->prefix, sizeof(run->prefix), "%s", prefix);
+    run->key_epoch_s = (int64_t)time(NULL);
     run->nthreads = cfg->threads < cfg->concurrency ? cfg->threads : cfg->concurrency;
     assert(run->nthreads > 0);
     struct mgb_rng rng;

@@ -240,6 +240,10 @@ static void test_workload_parse_errors(void **state)
     assert_int_equal(w.batch, 50);
     assert_true(w.weight[MGB_LOP_LIST] == 1 && w.weight[MGB_LOP_DELETEMULTI] == 9);
     assert_string_equal(w.desc, "lifecycle expiry");
+    assert_int_equal(w.keys_time, 0);
+    assert_int_equal(mgb_workload_set(&w, "keys", "time", err, sizeof(err)), 0);
+    assert_int_equal(w.keys_time, 1);
+    assert_int_equal(mgb_workload_set(&w, "keys", "uuid", err, sizeof(err)), -1);
     assert_int_equal(mgb_workload_set(&w, "size", "4k", err, sizeof(err)), 0);
     assert_int_equal(w.size_bytes, 4096);
     assert_int_equal(mgb_workload_set(&w, "batch", "0", err, sizeof(err)), 0);

@@ -191,6 +191,12 @@ int mgb_workload_set(struct mgb_workload *w, const char *k, const char *v, char 
         w->open_loop = strcmp(v, "pareto") == 0;
         return 0;
     }
+    if (strcmp(k, "keys") == 0) {
+        if (strcmp(v, "plain") && strcmp(v, "time"))
+            return errf(err, errlen, "keys must be plain or time, got \"%s\"", v);
+        w->keys_time = strcmp(v, "time") == 0;
+        return 0;
+    }
     if (strcmp(k, "bucket") == 0) {
         if (strcmp(v, "yes") && strcmp(v, "no"))
             return errf(err, errlen, "bucket must be yes or no, got \"%s\"", v);

@@ -11,7 +11,11 @@
  * Line syntax (one workload per line, '#' starts a comment):
  *   NAME key=value ...   keys: mix=OP:weight[,OP:weight...] size=BYTES[KiB|MiB|GiB|k|M]
  *                        objects=N prefixes=N batch=N list_max=N rate=closed|pareto
- *                        alpha=X window_s=N tick_ms=N bucket=yes|no desc="text"
+ *                        alpha=X window_s=N tick_ms=N bucket=yes|no keys=plain|time
+ *                        desc="text"
+ * Key shapes: plain  <run>/dNNNN/oNNNNNNNNNN
+ *             time   <run>/dNNNN/YYYY-MM-DDTHH:MM:SS.uuuuuuZ-NNNNNNNNNN (timestamp-prefixed,
+ *                    sorting in creation order: the log-shipper / lifecycle-expiry shape)
  */
 #ifndef MGB_WORKLOAD_H
 #define MGB_WORKLOAD_H
@@ -59,6 +63,7 @@ struct mgb_workload {
     uint32_t window_s;             /* the offered rate is redrawn every window_s seconds */
     uint32_t tick_ms;              /* requests are released every tick_ms */
     int bucket;                    /* 0: no bucket, no auth (hello) */
+    int keys_time;                 /* 1: timestamp-prefixed key names (keys=time) */
 };
 
 /* The built-in table (text in the syntax above). */
