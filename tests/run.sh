@@ -19,6 +19,7 @@ START=$(date +%s)
 
 PASSED=0
 FAILED=0
+SKIPPED=0        # integration cases skipped (e.g. the 1 GiB test on a full disk)
 DETAIL=""        # "unit 40, fuzz 8, ..." in run order
 PROBLEMS=""      # one line per failed stage, repeated before the summary
 
@@ -41,7 +42,9 @@ finish() {
     if [ -n "$PROBLEMS" ]; then
         printf '\nFailures:\n%s' "$PROBLEMS"
     fi
-    echo "metagate tests: $PASSED passed, $FAILED failed (${DETAIL:-nothing ran}) in $secs s"
+    local skipped=""
+    [ "$SKIPPED" -ne 0 ] && skipped=", $SKIPPED skipped"
+    echo "metagate tests: $PASSED passed, $FAILED failed$skipped (${DETAIL:-nothing ran}) in $secs s"
     [ "$FAILED" -eq 0 ] && [ -z "$PROBLEMS" ]
     exit $?
 }
@@ -139,6 +142,8 @@ if [ "$RELEASE_OK" = 1 ] && [ -x build/metagate ]; then
     else
         p=$(echo "$line" | sed -n 's/^integration: \([0-9]*\) passed.*/\1/p')
         f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+        sk=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+        SKIPPED=$((SKIPPED + ${sk:-0}))
         add integration "$p" "$f"
         if [ "$f" -ne 0 ] || [ "$rc" -ne 0 ]; then
             problem "integration: $f failed (python3 tests/integration/run.py --bin build/metagate)"
