@@ -73,7 +73,8 @@ struct mg_sigv4_auth {
                                    * (added 2026-11-30) */
 };
 
-/* Parse the Authorization header value. Returns 0, MG_EAUTHHEADER if malformed. The header
+/* Parse the Authorization header value. Returns 0, MG_EAUTHHEADER if malformed (also: more
+ * than 128 SignedHeaders names, or upper-case ones; the same for the query form). The header
  * carries no date: out->amz_date is left empty; set it from the x-amz-date header (or use
  * mg_sigv4_parse_request, which does). */
 int mg_sigv4_parse_header(struct mg_str authorization, struct mg_sigv4_auth *out);
@@ -100,7 +101,8 @@ void mg_sigv4_signing_key(struct mg_str secret, struct mg_str date, struct mg_st
 /* Build the canonical request and the string to sign; compute the signature (64 lower hex +
  * NUL) for req with the given signed header list and payload hash (hex sha256, or
  * "UNSIGNED-PAYLOAD", or "STREAMING-..."). For presigned requests the X-Amz-Signature
- * parameter is excluded from the canonical query. */
+ * parameter is excluded from the canonical query. If a signed header is missing from req,
+ * out_hex is all NUL bytes (it matches no signature). */
 void mg_sigv4_signature(const struct mg_sig_req *req, const struct mg_sigv4_auth *auth,
                         struct mg_str payload_hash, const uint8_t key[32], char out_hex[65]);
 

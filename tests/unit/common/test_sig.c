@@ -215,6 +215,18 @@ static void test_v4_parse_header_errors(void **state)
     struct mg_sigv4_auth a;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(mg_sigv4_parse_header(test_str(bad[i]), &a), MG_EAUTHHEADER);
+    /* SignedHeaders is bounded: 128 names parse, 129 do not */
+    char big[2048];
+    for (int names = 128; names <= 129; names++) {
+        int n = snprintf(big, sizeof(big),
+                         "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/"
+                         "aws4_request, SignedHeaders=host");
+        for (int i = 1; i < names; i++)
+            n += snprintf(big + n, sizeof(big) - (size_t)n, ";h%d", i);
+        snprintf(big + n, sizeof(big) - (size_t)n, ", Signature=%064d", 0);
+        assert_int_equal(mg_sigv4_parse_header(test_str(big), &a),
+                         names <= 128 ? 0 : MG_EAUTHHEADER);
+    }
     /* no spaces after commas (s3cmd, minio-go), any order */
     assert_int_equal(
         mg_sigv4_parse_header(
