@@ -104,6 +104,38 @@ def presign_v4(method, host, path, access_key, secret, expires=3600,
     return path + "?" + canonical_query(q)
 
 
+def chunk_signature(secret, region, amz_date, prev_sig, data):
+    """The chunk-signature of one aws-chunked chunk (SigV4 "Signature
+    calculations for the Authorization header: transferring payload in
+    multiple chunks")."""
+    scope = "%s/%s/s3/aws4_request" % (amz_date[:8], region)
+    sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope, prev_sig, EMPTY_SHA256,
+                     hashlib.sha256(data).hexdigest()])
+    return hmac.new(signing_key(secret, amz_date[:8], region), sts.encode("utf-8"),
+                    hashlib.sha256).hexdigest()
+
+
+def aws_chunked(data, chunk, sign=None, trailer=None):
+    """Encodes data as aws-chunked. sign=(secret, region, amz_date,
+    seed_signature) adds chunk signatures; trailer=(name, value) adds a
+    trailing header after the final zero-length chunk."""
+    out = bytearray()
+    prev = sign[3] if sign else None
+    pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)] + [b""]
+    for piece in pieces:
+        line = "%x" % len(piece)
+        if sign:
+            prev = chunk_signature(sign[0], sign[1], sign[2], prev, piece)
+            line += ";chunk-signature=" + prev
+        out += line.encode() + b"\r\n"
+        if piece:
+            out += piece + b"\r\n"
+    if trailer:
+        out += ("%s:%s\r\n" % trailer).encode()
+    out += b"\r\n"
+    return bytes(out)
+
+
 class Response:
     def __init__(self, status, headers, body):
         self.status = status
@@ -188,6 +220,58 @@ class Client:
             return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
         finally:
             conn.close()
+
+
+def put_streaming(client, path, data, mode, chunk=65536, corrupt_at=None, trailer=None):
+    """PUT data as aws-chunked in one of two payload modes:
+    STREAMING-AWS4-HMAC-SHA256-PAYLOAD (signed chunks) or
+    STREAMING-UNSIGNED-PAYLOAD-TRAILER (trailer=(name, value) required).
+    corrupt_at flips one decoded data byte after signing. Returns a Response."""
+    h = {"Host": client.hostport, "Content-Encoding": "aws-chunked",
+         "x-amz-decoded-content-length": str(len(data))}
+    if trailer:
+        h["x-amz-trailer"] = trailer[0]
+    # The framing's length does not depend on the signature values.
+    probe = aws_chunked(data, chunk, ("x", client.region, "20000101T000000Z", "0" * 64)
+                        if mode.startswith("STREAMING-AWS4") else None, trailer)
+    h["Content-Length"] = str(len(probe))
+    sign_v4("PUT", path, [], h, mode, client.access_key, client.secret, client.region)
+    seed = h["Authorization"].rsplit("Signature=", 1)[1]
+    signing = (client.secret, client.region, h["x-amz-date"], seed) \
+        if mode.startswith("STREAMING-AWS4") else None
+    body = aws_chunked(data, chunk, signing, trailer)
+    if corrupt_at is not None:
+        flipped = bytearray(data)
+        flipped[corrupt_at] ^= 0x01
+        body = _swap_payload(body, data, bytes(flipped))
+    conn = client.connection()
+    try:
+        conn.putrequest("PUT", path, skip_host=True, skip_accept_encoding=True)
+        for k, v in h.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        conn.send(body)
+        r = conn.getresponse()
+        return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+    finally:
+        conn.close()
+
+
+def _swap_payload(encoded, old, new):
+    """encoded with the bytes of old replaced by new (same length), leaving
+    the framing and signatures as they were."""
+    assert len(old) == len(new)
+    out = bytearray(encoded)
+    pos = 0
+    i = 0
+    while i < len(old):
+        eol = out.index(b"\r\n", pos)
+        size = int(out[pos:eol].split(b";")[0], 16)
+        start = eol + 2
+        out[start:start + size] = new[i:i + size]
+        i += size
+        pos = start + size + 2
+    return bytes(out)
 
 
 def check_fixture(path, secret="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"):
