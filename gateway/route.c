@@ -150,45 +150,48 @@ enum {
     Q_UNSUPPORTED = 1u << 13,
 };
 
+#define Q(lit, flag) {lit, sizeof(lit) - 1, flag}
 static const struct {
     const char *name;
+    size_t len;
     unsigned flag;
 } qnames[] = {
-    {"location", Q_LOCATION},
-    {"tagging", Q_TAGGING},
-    {"acl", Q_ACL},
-    {"lifecycle", Q_LIFECYCLE},
-    {"versioning", Q_VERSIONING},
-    {"policy", Q_POLICY},
-    {"cors", Q_CORS},
-    {"uploads", Q_UPLOADS},
-    {"uploadId", Q_UPLOADID},
-    {"partNumber", Q_PARTNUMBER},
-    {"delete", Q_DELETE},
-    {"attributes", Q_ATTRIBUTES},
+    Q("location", Q_LOCATION),
+    Q("tagging", Q_TAGGING),
+    Q("acl", Q_ACL),
+    Q("lifecycle", Q_LIFECYCLE),
+    Q("versioning", Q_VERSIONING),
+    Q("policy", Q_POLICY),
+    Q("cors", Q_CORS),
+    Q("uploads", Q_UPLOADS),
+    Q("uploadId", Q_UPLOADID),
+    Q("partNumber", Q_PARTNUMBER),
+    Q("delete", Q_DELETE),
+    Q("attributes", Q_ATTRIBUTES),
     /* Known S3 sub-resources we do not implement (S3 API reference, "Actions"). */
-    {"accelerate", Q_UNSUPPORTED},
-    {"analytics", Q_UNSUPPORTED},
-    {"encryption", Q_UNSUPPORTED},
-    {"intelligent-tiering", Q_UNSUPPORTED},
-    {"inventory", Q_UNSUPPORTED},
-    {"legal-hold", Q_UNSUPPORTED},
-    {"logging", Q_UNSUPPORTED},
-    {"metrics", Q_UNSUPPORTED},
-    {"notification", Q_UNSUPPORTED},
-    {"object-lock", Q_UNSUPPORTED},
-    {"ownershipControls", Q_UNSUPPORTED},
-    {"policyStatus", Q_UNSUPPORTED},
-    {"publicAccessBlock", Q_UNSUPPORTED},
-    {"replication", Q_UNSUPPORTED},
-    {"requestPayment", Q_UNSUPPORTED},
-    {"restore", Q_UNSUPPORTED},
-    {"retention", Q_UNSUPPORTED},
-    {"select", Q_UNSUPPORTED},
-    {"torrent", Q_UNSUPPORTED},
-    {"versions", Q_UNSUPPORTED},
-    {"website", Q_UNSUPPORTED},
+    Q("accelerate", Q_UNSUPPORTED),
+    Q("analytics", Q_UNSUPPORTED),
+    Q("encryption", Q_UNSUPPORTED),
+    Q("intelligent-tiering", Q_UNSUPPORTED),
+    Q("inventory", Q_UNSUPPORTED),
+    Q("legal-hold", Q_UNSUPPORTED),
+    Q("logging", Q_UNSUPPORTED),
+    Q("metrics", Q_UNSUPPORTED),
+    Q("notification", Q_UNSUPPORTED),
+    Q("object-lock", Q_UNSUPPORTED),
+    Q("ownershipControls", Q_UNSUPPORTED),
+    Q("policyStatus", Q_UNSUPPORTED),
+    Q("publicAccessBlock", Q_UNSUPPORTED),
+    Q("replication", Q_UNSUPPORTED),
+    Q("requestPayment", Q_UNSUPPORTED),
+    Q("restore", Q_UNSUPPORTED),
+    Q("retention", Q_UNSUPPORTED),
+    Q("select", Q_UNSUPPORTED),
+    Q("torrent", Q_UNSUPPORTED),
+    Q("versions", Q_UNSUPPORTED),
+    Q("website", Q_UNSUPPORTED),
 };
+#undef Q
 
 static unsigned query_flags(const struct gw__route_out *out)
 {
@@ -201,7 +204,8 @@ static unsigned query_flags(const struct gw__route_out *out)
             continue;
         }
         for (size_t j = 0; j < sizeof(qnames) / sizeof(qnames[0]); j++) {
-            if (str_eq(p->name, qnames[j].name)) {
+            if (p->name.len == qnames[j].len &&
+                memcmp(p->name.base, qnames[j].name, qnames[j].len) == 0) {
                 f |= qnames[j].flag;
                 break;
             }
