@@ -33,14 +33,6 @@ static void *signal_main(void *arg)
     return NULL;
 }
 
-/* LeakSanitizer (Asan builds) reads this at start: h2o 2.2.5 keeps per-thread recycle lists
- * of freed chunks by design and has no API to drain them when a loop thread ends. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-    return "leak:h2o_mem_alloc_recycle\n";
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: metagate serve [--config FILE] [--listen HOST:PORT] [--data DIR]\n"
