@@ -174,8 +174,14 @@ static void locks_init(struct meta_store *ms)
 {
     for (size_t i = 0; i < META_KEY_STRIPES; i++)
         pthread_mutex_init(&ms->key_locks[i], NULL);
+    /* Writer-preferring: under a steady stream of object writes (readers), a bucket delete
+     * would otherwise wait forever. Never taken recursively, as this kind requires. */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     for (size_t i = 0; i < META_BUCKET_STRIPES; i++)
-        pthread_rwlock_init(&ms->bucket_locks[i], NULL);
+        pthread_rwlock_init(&ms->bucket_locks[i], &attr);
+    pthread_rwlockattr_destroy(&attr);
     pthread_mutex_init(&ms->seq_lock, NULL);
     pthread_mutex_init(&ms->frees.lock, NULL);
     atomic_init(&ms->buckets.gen, 0);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tests for meta/bucket.c: name rules, create/owned/exists, delete of non-empty buckets
  * (objects and in-progress uploads), list by owner, update, persistence across reopen. */
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/unit/meta/test_meta.h"
@@ -136,6 +138,69 @@ static void test_reopen(void **state)
     mg_free(got);
 }
 
+static atomic_int race_stop;
+
+/* Put then delete its own key until the bucket is gone; multipart creates too. */
+static void *on_racer(void *arg)
+{
+    struct fx *f = arg;
+    struct mg_arena a;
+    mg_arena_init(&a);
+    char key[16];
+    snprintf(key, sizeof(key), "r%p", (void *)&a);
+    while (!atomic_load(&race_stop)) {
+        struct meta_object o = {.key = str_of(key, strlen(key)),
+                                .etag = S("e"),
+                                .data = {.size = 1, .inline_data = S("x")}};
+        int rv = meta_object_put(f->ms, BKT, &o, NULL);
+        if (rv == MG_ENOSUCHBUCKET)
+            break;
+        if (rv == 0)
+            meta_object_delete(f->ms, BKT, o.key, NULL);
+        struct mg_str uid;
+        if (meta_mpu_create(f->ms, BKT, &o, &a, &uid) == 0)
+            meta_mpu_abort(f->ms, BKT, o.key, uid);
+    }
+    mg_arena_close(&a);
+    return NULL;
+}
+
+/* Bucket delete vs concurrent writes: once the delete succeeds, nothing is left under the
+ * bucket's id (writes hold the bucket lock for reading, delete for writing). */
+static void test_delete_race(void **state)
+{
+    struct fx *f = *state;
+    uint64_t id;
+    assert_int_equal(meta__bucket_id(f->ms, BKT, &id), 0);
+    atomic_store(&race_stop, 0);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, on_racer, f), 0);
+    int rv, tries = 0;
+    while ((rv = meta_bucket_delete(f->ms, BKT)) == MG_EBUCKETNOTEMPTY && tries < 100000)
+        tries++;
+    atomic_store(&race_stop, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(rv, 0);
+    for (char table = 'M'; table != 0; table = table == 'M' ? 'U' : 0) {
+        struct mg_buf lo, hi;
+        mg_buf_init(&lo);
+        mg_buf_init(&hi);
+        mg_buf_append(&lo, &table, 1);
+        meta__put_u64(&lo, id);
+        mg_buf_append(&hi, &table, 1);
+        meta__put_u64(&hi, id + 1);
+        struct eng_iter *it =
+            eng_iter_create(f->ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
+        eng_iter_seek(it, lo.base, lo.len);
+        assert_false(eng_iter_valid(it));
+        eng_iter_destroy(it);
+        mg_buf_close(&lo);
+        mg_buf_close(&hi);
+    }
+}
+
 int test_bucket_run(void)
 {
     const struct CMUnitTest tests[] = {
@@ -143,6 +208,7 @@ int test_bucket_run(void)
         cmocka_unit_test_setup_teardown(test_create_get, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_delete_not_empty, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reopen, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_race, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests_name("meta_bucket", tests, NULL, NULL);
 }
