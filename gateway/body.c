@@ -246,6 +246,10 @@ static int stream(struct body *b, struct gw_body_result *res)
 int gw_body_stream(struct gw_request *r, gw_body_cb cb, void *ctx, struct gw_body_result *res)
 {
     assert(r != NULL);
+    /* No Content-Length and no Transfer-Encoding: S3 answers 411 for object data. */
+    if (r->req->entity.base == NULL &&
+        (r->op == GW_OP_PUT_OBJECT || r->op == GW_OP_UPLOAD_PART))
+        return MG_EMISSINGLENGTH;
     struct body b;
     memset(&b, 0, sizeof(b));
     b.r = r;

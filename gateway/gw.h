@@ -149,7 +149,11 @@ const struct gw_user *gw_user_by_name(const struct gw_server *srv, struct mg_str
  * preset by the caller or MG_CKSUM_NONE for "whatever the request carries") the base64
  * checksum value the request declared/verified (empty if none) and its algorithm.
  * Verification failures return MG_EBADDIGEST, MG_ECONTENTSHA, MG_ESIGNATURE,
- * MG_EINCOMPLETEBODY, MG_EINVALIDDIGEST; cb's nonzero return aborts and is returned. */
+ * MG_EINCOMPLETEBODY, MG_EINVALIDDIGEST; cb's nonzero return aborts and is returned. Also
+ * MG_EENTITYTOOLARGE (over 5 GiB decoded), MG_EMISSINGLENGTH (PutObject/UploadPart sent with
+ * neither Content-Length nor chunked framing), MG_EINVALIDREQUEST (a trailer checksum that
+ * x-amz-trailer did not declare). cb may see data before a chunk signature or checksum is
+ * verified: the data counts only if the call returns 0. */
 typedef int (*gw_body_cb)(void *ctx, const void *data, size_t len);
 struct gw_body_result {
     uint8_t md5[16];

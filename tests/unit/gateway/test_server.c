@@ -303,6 +303,11 @@ static void test_object_round_trip(void **state)
     assert_error(&r, 404, "NoSuchKey");
     resp_close(&r);
 
+    /* Object data needs a length (or chunked framing). */
+    http("PUT", "/srv-bucket/nolength", NULL, NULL, 0, 1, &r);
+    assert_error(&r, 411, "MissingContentLength");
+    resp_close(&r);
+
     /* A wrong Content-MD5 stores nothing. */
     http("PUT", "/srv-bucket/bad", "Content-MD5: XUFAKrxLKna5cZ2REBfFkg==\r\n", "hellO", 5, 1,
          &r);
