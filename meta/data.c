@@ -134,6 +134,7 @@ void meta_data_release(struct meta_store *ms, const struct meta_data *d)
  * memory is bounded by META_FREE_QUEUE_MAX * 48 bytes (3 MiB). */
 void meta__data_retire(struct meta_store *ms, const struct meta_data *d)
 {
+    assert(ms != NULL && d != NULL);
     if (ms->free_grace_ms == 0) {
         meta_data_release(ms, d);
         return;

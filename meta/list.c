@@ -89,6 +89,7 @@ struct list_acc {
 
 static void emit_prefix(struct list_acc *acc, struct mg_arena *a, struct mg_str cp)
 {
+    assert(cp.len > 0);
     if (acc->nprefixes == acc->cap_prefixes) {
         acc->cap_prefixes = acc->cap_prefixes ? acc->cap_prefixes * 2 : 16;
         acc->prefixes = mg_realloc(acc->prefixes, acc->cap_prefixes * sizeof(*acc->prefixes));

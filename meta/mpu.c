@@ -291,6 +291,7 @@ int meta_mpu_put_part_copy(struct meta_store *ms, struct mg_str bucket, struct m
 static int match_parts(const struct meta_part *want, size_t nwant, const struct meta_part *have,
                        size_t nhave, const struct meta_part **matched)
 {
+    assert(nwant >= 1 && nwant <= META_PART_MAX);
     for (size_t i = 1; i < nwant; i++)
         if (want[i].number <= want[i - 1].number)
             return MG_EINVALIDPARTORDER;
@@ -414,6 +415,7 @@ static int build_object(struct mpu_ctx *c, const struct meta_object *tmpl,
                         const struct meta_part *const *matched, size_t n, struct mg_arena *a,
                         struct meta_object *o, struct meta_part *mparts)
 {
+    assert(n >= 1 && matched != NULL);
     *o = *tmpl;
     o->key = tmpl->key;
     o->parts = mg_arena_alloc(a, n * sizeof(*o->parts));

@@ -72,6 +72,8 @@ static int put_locked(struct meta_store *ms, uint64_t bucket_id, struct meta_obj
                       const struct meta_put_cond *cond, struct mg_arena *a, struct meta_object *old,
                       int *had_old)
 {
+    assert(meta__key_check(obj->key) == 0 && obj->size == obj->data.size);
+    assert(obj->data.nextents > 0 || obj->data.inline_data.len == obj->size);
     int found = 0;
     int rv = meta__object_read(ms, bucket_id, obj->key, a, old, &found);
     if (rv == MG_ECORRUPT) {
@@ -207,6 +209,7 @@ static size_t lock_stripes(struct meta_store *ms, struct mg_str bucket,
 static int delete_locked(struct meta_store *ms, uint64_t bucket_id, struct del_item *items,
                          size_t n, struct mg_arena *a)
 {
+    assert(n <= META_DELETE_MANY_MAX);
     struct eng_batch *b = eng_batch_create();
     struct mg_buf k;
     mg_buf_init(&k);
