@@ -3,6 +3,8 @@
 # Regenerates the seed corpora corpus/<name>/ of the request-signing fuzz targets from
 # fixtures/clients (captured client requests) plus a few hand-written edge cases.
 # Usage: tests/fuzz/mkcorpus.py [FIXTURES_DIR]   (default ../shared/fixtures/clients)
+# The committed corpora also hold inputs the fuzzers found (40-char sha1 names), added with
+#   fuzz_<name> -merge=1 NEW_DIR tests/fuzz/corpus/<name> RUN_CORPUS; cp -n NEW_DIR/* ...
 import hashlib, hmac, os, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
