@@ -17,6 +17,10 @@
  * Results are allocated from the caller's arena (struct mg_arena) and die
  * with it. All functions are thread-safe (read-modify-write ops serialize on
  * a per-key lock inside the shard). Errors are enum mg_err values.
+ * Every write op blocks until its write set is durable (WAL fsync, group
+ * committed across threads; about 2-4 ms here) and data writers fsync in
+ * finish: call them off an event loop (DESIGN.md 5a). Reads do not block on
+ * fsync.
  */
 #ifndef MG_META_H
 #define MG_META_H
