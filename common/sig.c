@@ -485,12 +485,26 @@ int mg_sigv4_parse_query(struct mg_str query, struct mg_arena *arena, struct mg_
     return 0;
 }
 
+static int query_has_param(struct mg_str q, const char *name_eq)
+{
+    size_t k = strlen(name_eq);
+    for (size_t i = 0; i + k <= q.len; i++)
+        if ((i == 0 || q.base[i - 1] == '&') && memcmp(q.base + i, name_eq, k) == 0)
+            return 1;
+    return 0;
+}
+
 int mg_sigv4_parse_request(const struct mg_sig_req *req, struct mg_arena *arena,
                            struct mg_sigv4_auth *out)
 {
     struct mg_str a = mg_sig_req_header(req, "authorization");
     struct mg_str at = mg__trim(a);
+    int in_query = query_has_param(req->query, "X-Amz-Algorithm=");
+    auth_reset(out);
     if (a.base != NULL && !(at.len >= 4 && memcmp(at.base, "AWS ", 4) == 0)) {
+        /* "Only one auth mechanism allowed" (S3 InvalidArgument) */
+        if (in_query)
+            return MG_EINVALIDARGUMENT;
         int rv = mg_sigv4_parse_header(a, out);
         if (rv != 0)
             return rv;
@@ -504,13 +518,8 @@ int mg_sigv4_parse_request(const struct mg_sig_req *req, struct mg_arena *arena,
         out->amz_date = d;
         return 0;
     }
-    const char *p = req->query.base;
-    size_t n = req->query.len;
-    static const char key[] = "X-Amz-Algorithm=";
-    for (size_t i = 0; i + sizeof(key) - 1 <= n; i++)
-        if ((i == 0 || p[i - 1] == '&') && memcmp(p + i, key, sizeof(key) - 1) == 0)
-            return mg_sigv4_parse_query(req->query, arena, out);
-    auth_reset(out);
+    if (in_query)
+        return a.base != NULL ? MG_EINVALIDARGUMENT : mg_sigv4_parse_query(req->query, arena, out);
     return MG_ENOTFOUND;
 }
 

@@ -86,7 +86,9 @@ int mg_sigv4_parse_query(struct mg_str query, struct mg_arena *arena, struct mg_
 /* (added 2026-11-30) Find SigV4 credentials in req: the Authorization header
  * ("AWS4-HMAC-SHA256 ...", amz_date taken from x-amz-date, or from Date when that is in
  * yyyymmddThhmmssZ form) or else the presigned query (X-Amz-Algorithm present). Returns 0,
- * MG_EAUTHHEADER, MG_EAUTHQUERY, or MG_ENOTFOUND when the request has neither form (it may
+ * MG_EAUTHHEADER, MG_EAUTHQUERY, MG_EINVALIDARGUMENT when the request has an Authorization
+ * header and X-Amz-Algorithm both ("Only one auth mechanism allowed"), or MG_ENOTFOUND when
+ * the request has neither form (it may
  * be anonymous, or SigV2: an "AWS AKID:sig" Authorization header is left to mg_sigv2_*). The
  * payload hash to verify with is then: header form, the x-amz-content-sha256 header value;
  * presigned, out->content_sha256 if set, else "UNSIGNED-PAYLOAD". */

@@ -116,6 +116,17 @@ static void test_v4_presign_aws_example(void **state)
     uint8_t key[32];
     assert_int_equal(
         mg_sigv4_verify(&r, &a, test_str(TEST_SECRET), test_str("UNSIGNED-PAYLOAD"), key), 0);
+    /* an Authorization header as well: only one auth mechanism allowed */
+    struct mg_http_hdr two[2] = {get_hdrs[0], {{"Authorization", 13}, {"AWS a:b", 7}}};
+    r.headers = two;
+    r.nheaders = 2;
+    assert_int_equal(mg_sigv4_parse_request(&r, &arena, &a), MG_EINVALIDARGUMENT);
+    two[1].value = test_str("AWS4-HMAC-SHA256 Credential=x");
+    assert_int_equal(mg_sigv4_parse_request(&r, &arena, &a), MG_EINVALIDARGUMENT);
+    r.query = test_str("a=b");
+    assert_int_equal(mg_sigv4_parse_request(&r, &arena, &a), MG_EAUTHHEADER);
+    r.nheaders = 1;
+    assert_int_equal(mg_sigv4_parse_request(&r, &arena, &a), MG_ENOTFOUND);
     mg_arena_close(&arena);
     mg_buf_close(&q);
 }
