@@ -101,6 +101,8 @@ struct gw__loop {
     int stop_ticks;
     int stopping;
     int disposed;            /* context disposed and loop closed after the stop */
+    int nconns;              /* open connections (bounded by MAX_CONNS_PER_LOOP) */
+    uint64_t nconns_refused;
     uv_thread_t thread;
     uint64_t next_request_id;
     struct gw__metrics metrics;

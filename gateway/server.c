@@ -46,6 +46,7 @@
 #define STOP_TICK_MS 100
 #define STOP_TICKS_MAX 20 /* graceful stop waits at most 2 s for open connections */
 #define REQ_TIMEOUT_MS 60000
+#define MAX_CONNS_PER_LOOP 8192
 
 /* LeakSanitizer (Asan builds) reads this at start: h2o 2.2.5 keeps per-thread recycle lists
  * of freed chunks by design and has no API to drain them when a loop thread ends. */
@@ -161,6 +162,15 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 
 /* ---- loops */
 
+static void on_conn_close(uv_handle_t *h)
+{
+    struct gw__loop *l = h->loop->data;
+    l->nconns--;
+    free(h);
+}
+
+/* Connections per loop are bounded (STYLE.md 7a): past MAX_CONNS_PER_LOOP a new connection is
+ * accepted and closed at once, so the backlog drains instead of growing. */
 static void on_accept(uv_stream_t *listener, int status)
 {
     struct gw__loop *l = listener->data;
@@ -172,8 +182,16 @@ static void on_accept(uv_stream_t *listener, int status)
         uv_close((uv_handle_t *)conn, (uv_close_cb)free);
         return;
     }
+    if (l->nconns >= MAX_CONNS_PER_LOOP) {
+        if (l->nconns_refused++ % 1000 == 0)
+            mg_log(MG_LOG_WARN, "event=connection_limit loop=%d open=%d refused=%" PRIu64,
+                   l->index, l->nconns, l->nconns_refused);
+        uv_close((uv_handle_t *)conn, (uv_close_cb)free);
+        return;
+    }
+    l->nconns++;
     uv_tcp_nodelay(conn, 1);
-    h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, (uv_close_cb)free);
+    h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, on_conn_close);
     h2o_accept(&l->accept_ctx, sock);
 }
 
@@ -299,6 +317,7 @@ static int loop_init(struct gw_server *srv, struct gw__loop *l, int index,
     l->srv = srv;
     l->index = index;
     uv_loop_init(&l->loop);
+    l->loop.data = l;
     h2o_context_init(&l->ctx, &l->loop, &srv->globalconf);
     l->accept_ctx.ctx = &l->ctx;
     l->accept_ctx.hosts = srv->globalconf.hosts;
