@@ -6,8 +6,8 @@
  * (0600), written once with O_EXCL and read back on every restart.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,8 +311,7 @@ int mg_config_load(struct mg_config *cfg, const char *path, char *errmsg)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        fail(errmsg, "config: cannot open %s: %s", path,
-                 strerror(errno));
+        fail(errmsg, "config: cannot open %s: %s", path, strerror(errno));
         return MG_ECONFIG;
     }
     char *buf = mg_malloc(CONFIG_FILE_MAX);
@@ -321,8 +320,7 @@ int mg_config_load(struct mg_config *cfg, const char *path, char *errmsg)
     fclose(f);
     int rv;
     if (rerr || n == CONFIG_FILE_MAX) {
-        fail(errmsg, "config: cannot read %s (error or over 1 MiB)",
-                 path);
+        fail(errmsg, "config: cannot read %s (error or over 1 MiB)", path);
         rv = MG_ECONFIG;
     } else {
         rv = mg_config_parse(cfg, buf, n, errmsg);
@@ -379,8 +377,7 @@ static int mkdir_p(const char *path, char *errmsg)
             char c = tmp[i];
             tmp[i] = '\0';
             if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
-                fail(errmsg, "config key \"data_dir\": mkdir %s: %s",
-                         tmp, strerror(errno));
+                fail(errmsg, "config key \"data_dir\": mkdir %s: %s", tmp, strerror(errno));
                 return MG_ECONFIG;
             }
             tmp[i] = c;
@@ -434,13 +431,12 @@ static int creds_write(struct mg_config *cfg, const char *path, char *errmsg)
     gen_token(ak + 2, 18, upper, sizeof(upper) - 1);
     gen_token(sk, 40, b64, sizeof(b64) - 1);
     char json[256];
-    int len = snprintf(json, sizeof(json),
-                       "{\"name\": \"admin\", \"access_key\": \"%s\", \"secret_key\": \"%s\"}\n",
-                       ak, sk);
+    int len =
+        snprintf(json, sizeof(json),
+                 "{\"name\": \"admin\", \"access_key\": \"%s\", \"secret_key\": \"%s\"}\n", ak, sk);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
-        fail(errmsg, "config: cannot create %s: %s", path,
-                 strerror(errno));
+        fail(errmsg, "config: cannot create %s: %s", path, strerror(errno));
         return MG_EIO;
     }
     ssize_t w = write(fd, json, (size_t)len);
@@ -476,8 +472,7 @@ int mg_config_finish(struct mg_config *cfg, char *errmsg)
         return fail(errmsg, "config key \"%s\": cannot read %s", "tls.cert_file",
                     cfg->tls_cert_file);
     if (cfg->tls_key_file != NULL && access(cfg->tls_key_file, R_OK) != 0)
-        return fail(errmsg, "config key \"%s\": cannot read %s", "tls.key_file",
-                    cfg->tls_key_file);
+        return fail(errmsg, "config key \"%s\": cannot read %s", "tls.key_file", cfg->tls_key_file);
     if (cfg->nusers > 0)
         return 0;
     snprintf(path, sizeof(path), "%s/credentials.json", cfg->data_dir);

@@ -26,14 +26,14 @@ struct mg_config_user {
 };
 
 struct mg_config {
-    char *listen_host;         /* "127.0.0.1" (IPv4 or IPv6 literal, or "localhost") */
-    uint16_t listen_port;      /* 0 = any free port (tests) */
-    char *data_dir;            /* everything persistent lives here */
-    char *region;              /* "us-east-1" */
+    char *listen_host;    /* "127.0.0.1" (IPv4 or IPv6 literal, or "localhost") */
+    uint16_t listen_port; /* 0 = any free port (tests) */
+    char *data_dir;       /* everything persistent lives here */
+    char *region;         /* "us-east-1" */
     struct mg_config_user *users;
     size_t nusers;
-    int users_generated;       /* 1 when users[0] came from <data_dir>/credentials.json */
-    char *tls_cert_file;       /* NULL: plain HTTP */
+    int users_generated; /* 1 when users[0] came from <data_dir>/credentials.json */
+    char *tls_cert_file; /* NULL: plain HTTP */
     char *tls_key_file;
     char *domain;              /* virtual-host suffix ("s3.local"), NULL if none */
     int threads;               /* event loops; 0 = default (see gateway/server.c) */

@@ -145,8 +145,9 @@ static int auth_v4(struct gw_request *r, const struct mg_sig_req *sr, struct mg_
     }
     enum gw_payload mode;
     if (payload_mode(sha, &mode) != 0 || (a->presigned && is_chunked(mode)))
-        return errf(r, MG_EINVALIDARGUMENT, "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
-                                            "STREAMING-... or a valid sha256 value.");
+        return errf(r, MG_EINVALIDARGUMENT,
+                    "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
+                    "STREAMING-... or a valid sha256 value.");
     int rv = mg_sigv4_check_time(a, now);
     if (rv != 0)
         return rv;
@@ -168,8 +169,8 @@ static int auth_v4(struct gw_request *r, const struct mg_sig_req *sr, struct mg_
     return 0;
 }
 
-static int auth_v2(struct gw_request *r, const struct mg_sig_req *sr,
-                   const struct mg_sigv2_auth *a, time_t now)
+static int auth_v2(struct gw_request *r, const struct mg_sig_req *sr, const struct mg_sigv2_auth *a,
+                   time_t now)
 {
     const struct gw_user *u = user_by_access_key(r->srv, a->access_key);
     if (u == NULL)
@@ -195,11 +196,13 @@ static int anonymous(struct gw_request *r)
         return 0;
     enum gw_payload mode;
     if (payload_mode(sha, &mode) != 0)
-        return errf(r, MG_EINVALIDARGUMENT, "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
-                                            "STREAMING-... or a valid sha256 value.");
+        return errf(r, MG_EINVALIDARGUMENT,
+                    "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
+                    "STREAMING-... or a valid sha256 value.");
     if (mode == GW_PAYLOAD_CHUNKED_SIGNED || mode == GW_PAYLOAD_CHUNKED_SIGNED_TRAILER)
-        return errf(r, MG_EACCESSDENIED, "Signed streaming payloads need an Authorization "
-                                         "header.");
+        return errf(r, MG_EACCESSDENIED,
+                    "Signed streaming payloads need an Authorization "
+                    "header.");
     r->core.payload = mode;
     if (mode == GW_PAYLOAD_SHA256)
         set_sha(r, sha);
@@ -219,10 +222,11 @@ int gw__auth(struct gw_request *r, time_t now)
     int v4_query = gw_query(r, "X-Amz-Algorithm", NULL) || gw_query(r, "X-Amz-Credential", NULL);
     int v2_query = gw_query(r, "AWSAccessKeyId", NULL) && gw_query(r, "Signature", NULL);
     if (has_header && (v4_query || v2_query))
-        return errf(r, MG_EINVALIDARGUMENT, "Only one auth mechanism allowed; only the "
-                                            "X-Amz-Algorithm query parameter, Signature query "
-                                            "string parameter or the Authorization header "
-                                            "should be specified");
+        return errf(r, MG_EINVALIDARGUMENT,
+                    "Only one auth mechanism allowed; only the "
+                    "X-Amz-Algorithm query parameter, Signature query "
+                    "string parameter or the Authorization header "
+                    "should be specified");
     if (has_header && !has_prefix(authz, "AWS ") && !has_prefix(authz, "AWS4-HMAC-SHA256"))
         return errf(r, MG_EINVALIDARGUMENT, "Unsupported Authorization Type");
     struct mg_sigv2_auth a2;

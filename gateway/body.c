@@ -31,8 +31,8 @@ struct body {
     gw_body_cb cb;
     void *cb_ctx;
     struct mg_cksum md5;
-    struct mg_cksum sha;   /* literal x-amz-content-sha256 only */
-    struct mg_cksum ck;    /* declared or requested x-amz-checksum-* algorithm */
+    struct mg_cksum sha; /* literal x-amz-content-sha256 only */
+    struct mg_cksum ck;  /* declared or requested x-amz-checksum-* algorithm */
     int want_sha;
     uint64_t size;
 };
@@ -141,8 +141,7 @@ static int feed_chunked(struct body *b)
         enum mg_cksum_algo ta = mg_cksum_algo_parse(tn);
         if (ta == MG_CKSUM_NONE || ta != b->ck.algo) {
             snprintf(r->errmsg, sizeof(r->errmsg),
-                     "The trailing checksum %s was not declared in x-amz-trailer.",
-                     c.trailer_name);
+                     "The trailing checksum %s was not declared in x-amz-trailer.", c.trailer_name);
             rv = MG_EINVALIDREQUEST;
         } else {
             size_t vl = strlen(c.trailer_value);
@@ -218,7 +217,8 @@ static int stream(struct body *b, struct gw_body_result *res)
         size_t n = mg_cksum_final(&b->ck, d);
         mg_base64_encode(d, n, b64);
         struct mg_str want = declared.len > 0 ? declared : r->core.trailer_value;
-        if (rv == 0 && want.len > 0 && (want.len != strlen(b64) || memcmp(want.base, b64, want.len) != 0)) {
+        if (rv == 0 && want.len > 0 &&
+            (want.len != strlen(b64) || memcmp(want.base, b64, want.len) != 0)) {
             snprintf(r->errmsg, sizeof(r->errmsg),
                      "The %s you specified did not match the calculated checksum.",
                      mg_cksum_header_name(algo));
@@ -247,8 +247,7 @@ int gw_body_stream(struct gw_request *r, gw_body_cb cb, void *ctx, struct gw_bod
 {
     assert(r != NULL);
     /* No Content-Length and no Transfer-Encoding: S3 answers 411 for object data. */
-    if (r->req->entity.base == NULL &&
-        (r->op == GW_OP_PUT_OBJECT || r->op == GW_OP_UPLOAD_PART))
+    if (r->req->entity.base == NULL && (r->op == GW_OP_PUT_OBJECT || r->op == GW_OP_UPLOAD_PART))
         return MG_EMISSINGLENGTH;
     struct body b;
     memset(&b, 0, sizeof(b));

@@ -42,7 +42,7 @@ struct gw__route_out {
     struct mg_str query; /* raw query, no '?' */
     struct gw__qparam *params;
     size_t nparams;
-    int vhost;           /* bucket came from the Host header */
+    int vhost; /* bucket came from the Host header */
 };
 
 /* Parse a request line into an S3 operation. Everything allocated from a. Returns 0,
@@ -100,8 +100,8 @@ struct gw__loop {
     uv_timer_t stop_timer;
     int stop_ticks;
     int stopping;
-    int disposed;            /* context disposed and loop closed after the stop */
-    int nconns;              /* open connections (bounded by MAX_CONNS_PER_LOOP) */
+    int disposed; /* context disposed and loop closed after the stop */
+    int nconns;   /* open connections (bounded by MAX_CONNS_PER_LOOP) */
     uint64_t nconns_refused;
     uv_thread_t thread;
     uint64_t next_request_id;
@@ -120,8 +120,8 @@ struct gw_server {
     SSL_CTX *ssl_ctx;
     struct gw__loop *loops;
     int nloops;
-    uint16_t port;            /* bound port (the configured one, or the one picked for 0) */
-    atomic_int serving;       /* /health answers 200 once every loop runs */
+    uint16_t port;      /* bound port (the configured one, or the one picked for 0) */
+    atomic_int serving; /* /health answers 200 once every loop runs */
     atomic_int running_loops;
     int64_t started_ms;
     uint64_t request_id_base; /* per-process random prefix of request ids */

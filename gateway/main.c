@@ -49,9 +49,8 @@ static void print_banner(const struct mg_config *cfg, const struct gw_server *sr
 {
     const char *scheme = cfg->tls_cert_file != NULL ? "https" : "http";
     int v6 = strchr(cfg->listen_host, ':') != NULL;
-    printf("metagate: serving S3 at %s://%s%s%s:%u (region %s, data %s)\n", scheme,
-           v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "", gw_server_port(srv), cfg->region,
-           cfg->data_dir);
+    printf("metagate: serving S3 at %s://%s%s%s:%u (region %s, data %s)\n", scheme, v6 ? "[" : "",
+           cfg->listen_host, v6 ? "]" : "", gw_server_port(srv), cfg->region, cfg->data_dir);
     if (cfg->users_generated) {
         printf("metagate: generated credentials (stored in %s/credentials.json):\n"
                "  AWS_ACCESS_KEY_ID=%s\n  AWS_SECRET_ACCESS_KEY=%s\n",

@@ -13,9 +13,9 @@
 #include "gateway/core.h"
 
 /* Upper bounds in microseconds; the last bucket is +Inf. */
-static const uint64_t lat_le_us[GW_LAT_BUCKETS - 1] = {
-    250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000,
-    10000000};
+static const uint64_t lat_le_us[GW_LAT_BUCKETS - 1] = {250,    500,     1000,    2500,    5000,
+                                                       10000,  25000,   50000,   100000,  250000,
+                                                       500000, 1000000, 2500000, 10000000};
 
 static void bump(uint64_t *p, uint64_t v)
 {
@@ -69,8 +69,8 @@ static void sum_loops(struct gw_server *srv, struct gw__metrics *t)
 static void gauge(struct mg_buf *o, const char *name, const char *type, const char *help,
                   uint64_t v)
 {
-    mg_buf_appendf(o, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type,
-                   name, v);
+    mg_buf_appendf(o, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type, name,
+                   v);
 }
 
 static void render_requests(struct mg_buf *o, const struct gw__metrics *t)
@@ -86,10 +86,10 @@ static void render_requests(struct mg_buf *o, const struct gw__metrics *t)
         if (t->requests[op] == 0)
             continue;
         const char *label = gw_op_label((enum gw_op)op);
-        mg_buf_appendf(o, "metagate_s3_errors_total{op=\"%s\",class=\"4xx\"} %" PRIu64 "\n",
-                       label, t->errors_4xx[op]);
-        mg_buf_appendf(o, "metagate_s3_errors_total{op=\"%s\",class=\"5xx\"} %" PRIu64 "\n",
-                       label, t->errors_5xx[op]);
+        mg_buf_appendf(o, "metagate_s3_errors_total{op=\"%s\",class=\"4xx\"} %" PRIu64 "\n", label,
+                       t->errors_4xx[op]);
+        mg_buf_appendf(o, "metagate_s3_errors_total{op=\"%s\",class=\"5xx\"} %" PRIu64 "\n", label,
+                       t->errors_5xx[op]);
     }
 }
 

@@ -18,30 +18,47 @@
 #define MG_MODULE "gateway"
 #include "gateway/core.h"
 
-#define SLICE_MAX_BYTES (1u << 20)  /* bounded memory per streaming GET */
+#define SLICE_MAX_BYTES (1u << 20)   /* bounded memory per streaming GET */
 #define SMALL_BODY_BYTES (64u << 10) /* below this, one read and one send */
 #define SLOW_REQUEST_MS 1000
 
 static const char *reason_of(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 204: return "No Content";
-    case 206: return "Partial Content";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 412: return "Precondition Failed";
-    case 416: return "Requested Range Not Satisfiable";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 507: return "Insufficient Storage";
-    default: return status < 400 ? "OK" : "Error";
+    case 200:
+        return "OK";
+    case 204:
+        return "No Content";
+    case 206:
+        return "Partial Content";
+    case 304:
+        return "Not Modified";
+    case 400:
+        return "Bad Request";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 412:
+        return "Precondition Failed";
+    case 416:
+        return "Requested Range Not Satisfiable";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    case 507:
+        return "Insufficient Storage";
+    default:
+        return status < 400 ? "OK" : "Error";
     }
 }
 
@@ -69,9 +86,10 @@ void gw__request_done(struct gw_request *r)
     if (lat_us >= (uint64_t)SLOW_REQUEST_MS * 1000)
         mg_log(MG_LOG_WARN, "event=slow_request op=%s status=%d ms=%" PRIu64 " id=%s",
                gw_op_label(r->op), r->core.status, lat_us / 1000, r->request_id);
-    mg_log(MG_LOG_TRACE, "event=request op=%s status=%d us=%" PRIu64 " in=%" PRIu64
-           " out=%" PRIu64 " id=%s", gw_op_label(r->op), r->core.status, lat_us, r->bytes_in,
-           r->core.bytes_out, r->request_id);
+    mg_log(MG_LOG_TRACE,
+           "event=request op=%s status=%d us=%" PRIu64 " in=%" PRIu64 " out=%" PRIu64 " id=%s",
+           gw_op_label(r->op), r->core.status, lat_us, r->bytes_in, r->core.bytes_out,
+           r->request_id);
 }
 
 void gw_header_add(struct gw_request *r, const char *name, struct mg_str value)
@@ -159,12 +177,23 @@ static void xml_escape(struct mg_buf *b, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         switch (s[i]) {
-        case '&': mg_buf_append(b, "&amp;", 5); break;
-        case '<': mg_buf_append(b, "&lt;", 4); break;
-        case '>': mg_buf_append(b, "&gt;", 4); break;
-        case '"': mg_buf_append(b, "&quot;", 6); break;
-        case '\'': mg_buf_append(b, "&apos;", 6); break;
-        default: mg_buf_append(b, s + i, 1);
+        case '&':
+            mg_buf_append(b, "&amp;", 5);
+            break;
+        case '<':
+            mg_buf_append(b, "&lt;", 4);
+            break;
+        case '>':
+            mg_buf_append(b, "&gt;", 4);
+            break;
+        case '"':
+            mg_buf_append(b, "&quot;", 6);
+            break;
+        case '\'':
+            mg_buf_append(b, "&apos;", 6);
+            break;
+        default:
+            mg_buf_append(b, s + i, 1);
         }
     }
 }
@@ -191,7 +220,8 @@ void gw_respond_error(struct gw_request *r, int rv)
     int status = mg_err_status(rv);
     const char *code = mg_err_s3code(rv);
     if (status >= 500)
-        mg_log(MG_LOG_ERROR, "event=request_error op=%s status=%d code=%s cause=%s msg=\"%s\" id=%s",
+        mg_log(MG_LOG_ERROR,
+               "event=request_error op=%s status=%d code=%s cause=%s msg=\"%s\" id=%s",
                gw_op_label(r->op), status, code, mg_err_name(rv), r->errmsg, r->request_id);
     else
         mg_log(MG_LOG_DEBUG, "event=request_error op=%s status=%d code=%s msg=\"%s\" id=%s",
@@ -247,12 +277,12 @@ void gw_respond_error(struct gw_request *r, int rv)
 struct data_stream {
     h2o_generator_t super;
     struct gw_request *r;
-    struct meta_data d;  /* by value: the caller's may live on its stack */
-    uint64_t offset;     /* next byte to read */
-    uint64_t left;       /* bytes still to send */
+    struct meta_data d; /* by value: the caller's may live on its stack */
+    uint64_t offset;    /* next byte to read */
+    uint64_t left;      /* bytes still to send */
     char *buf;
     size_t cap;
-    int done;            /* accounted in metrics */
+    int done; /* accounted in metrics */
 };
 
 static void stream_finish(struct data_stream *s)
@@ -355,8 +385,8 @@ void gw_http_date(int64_t ms, char out[30])
     split_ms(ms, &tm, &msec);
     char buf[64];
     snprintf(buf, sizeof(buf), "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday % 7],
-             tm.tm_mday, months[tm.tm_mon % 12], (tm.tm_year + 1900) % 10000, tm.tm_hour,
-             tm.tm_min, tm.tm_sec);
+             tm.tm_mday, months[tm.tm_mon % 12], (tm.tm_year + 1900) % 10000, tm.tm_hour, tm.tm_min,
+             tm.tm_sec);
     memcpy(out, buf, 29);
     out[29] = '\0';
 }
@@ -367,9 +397,8 @@ void gw_iso8601(int64_t ms, char out[25])
     int msec;
     split_ms(ms, &tm, &msec);
     char buf[64];
-    snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-             (tm.tm_year + 1900) % 10000, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-             tm.tm_sec, msec % 1000);
+    snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", (tm.tm_year + 1900) % 10000,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, msec % 1000);
     memcpy(out, buf, 24);
     out[24] = '\0';
 }

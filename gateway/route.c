@@ -47,7 +47,8 @@ static int hexval(char c)
 static int pct_decode(struct mg_arena *a, struct mg_str s, int plus_is_space, int strict,
                       struct mg_str *out)
 {
-    if (memchr(s.base, '%', s.len) == NULL && (!plus_is_space || memchr(s.base, '+', s.len) == NULL)) {
+    if (memchr(s.base, '%', s.len) == NULL &&
+        (!plus_is_space || memchr(s.base, '+', s.len) == NULL)) {
         *out = s;
         return 0;
     }
@@ -150,7 +151,10 @@ enum {
     Q_UNSUPPORTED = 1u << 13,
 };
 
-#define Q(lit, flag) {lit, sizeof(lit) - 1, flag}
+#define Q(lit, flag)                                                                               \
+    {                                                                                              \
+        lit, sizeof(lit) - 1, flag                                                                 \
+    }
 static const struct {
     const char *name;
     size_t len;

@@ -152,8 +152,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     }
     gw_s3_dispatch(r);
     if (r->core.status == 0) {
-        mg_log(MG_LOG_ERROR, "event=no_response op=%s id=%s", gw_op_label(r->op),
-               r->request_id);
+        mg_log(MG_LOG_ERROR, "event=no_response op=%s id=%s", gw_op_label(r->op), r->request_id);
         snprintf(r->errmsg, sizeof(r->errmsg), "The handler produced no response.");
         gw_respond_error(r, MG_EINTERNAL);
     }
@@ -184,8 +183,8 @@ static void on_accept(uv_stream_t *listener, int status)
     }
     if (l->nconns >= MAX_CONNS_PER_LOOP) {
         if (l->nconns_refused++ % 1000 == 0)
-            mg_log(MG_LOG_WARN, "event=connection_limit loop=%d open=%d refused=%" PRIu64,
-                   l->index, l->nconns, l->nconns_refused);
+            mg_log(MG_LOG_WARN, "event=connection_limit loop=%d open=%d refused=%" PRIu64, l->index,
+                   l->nconns, l->nconns_refused);
         uv_close((uv_handle_t *)conn, (uv_close_cb)free);
         return;
     }
@@ -226,9 +225,12 @@ static void loop_dispose(struct gw__loop *l)
     /* h2o_context_request_shutdown arms HTTP/2's graceful-shutdown entry even without HTTP/2
      * connections; it has nothing left to do. */
     h2o_timeout_unlink(&l->ctx.http2._graceful_shutdown_timeout);
-    h2o_timeout_t *const tos[] = {&l->ctx.zero_timeout,       &l->ctx.one_sec_timeout,
-                                  &l->ctx.hundred_ms_timeout, &l->ctx.handshake_timeout,
-                                  &l->ctx.http1.req_timeout,  &l->ctx.http2.idle_timeout,
+    h2o_timeout_t *const tos[] = {&l->ctx.zero_timeout,
+                                  &l->ctx.one_sec_timeout,
+                                  &l->ctx.hundred_ms_timeout,
+                                  &l->ctx.handshake_timeout,
+                                  &l->ctx.http1.req_timeout,
+                                  &l->ctx.http2.idle_timeout,
                                   &l->ctx.http2.graceful_shutdown_timeout,
                                   &l->ctx.proxy.io_timeout};
     for (size_t i = 0; i < sizeof(tos) / sizeof(tos[0]); i++) {
@@ -273,8 +275,8 @@ static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
     snprintf(ports, sizeof(ports), "%u", port);
     int e = getaddrinfo(host, ports, &hints, &res);
     if (e != 0 || res == NULL) {
-        snprintf(errmsg, MG_CONFIG_ERRMSG_LEN, "config key \"listen\": cannot resolve %s: %s",
-                 host, gai_strerror(e));
+        snprintf(errmsg, MG_CONFIG_ERRMSG_LEN, "config key \"listen\": cannot resolve %s: %s", host,
+                 gai_strerror(e));
         return MG_ECONFIG;
     }
     memcpy(ss, res->ai_addr, res->ai_addrlen);
@@ -384,8 +386,8 @@ static void h2o_init_conf(struct gw_server *srv, const struct mg_config *cfg)
     srv->globalconf.max_request_entity_size = (size_t)MAX_ENTITY_BYTES;
     srv->globalconf.http1.upgrade_to_http2 = 0;
     srv->globalconf.http1.req_timeout = REQ_TIMEOUT_MS;
-    srv->hostconf = h2o_config_register_host(&srv->globalconf,
-                                             h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    srv->hostconf =
+        h2o_config_register_host(&srv->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *pc = h2o_config_register_path(srv->hostconf, "/", 0);
     struct gw__handler *h = (void *)h2o_create_handler(pc, sizeof(*h));
     h->super.on_req = on_req;
@@ -416,8 +418,8 @@ int gw_server_create(const struct mg_config *cfg, struct gw_server **out, char *
         goto err_after_conf;
     if ((rv = resolve(cfg->listen_host, cfg->listen_port, &ss, errmsg)) != 0)
         goto err_after_tls;
-    struct meta_opts mo = {.data_dir = cfg->data_dir, .wal = 1,
-                           .inline_max_bytes = cfg->inline_max_bytes};
+    struct meta_opts mo = {
+        .data_dir = cfg->data_dir, .wal = 1, .inline_max_bytes = cfg->inline_max_bytes};
     if ((rv = meta_store_open(&mo, &srv->ms, errmsg)) != 0)
         goto err_after_tls;
     srv->nloops = cfg->threads > 0 ? cfg->threads : default_loops();

@@ -173,10 +173,13 @@ static int payload_tamper_error(struct gw_request *r)
 {
     struct mg_str v;
     switch (r->core.payload) {
-    case GW_PAYLOAD_SHA256: return MG_ECONTENTSHA;
+    case GW_PAYLOAD_SHA256:
+        return MG_ECONTENTSHA;
     case GW_PAYLOAD_CHUNKED_SIGNED:
-    case GW_PAYLOAD_CHUNKED_SIGNED_TRAILER: return MG_ESIGNATURE;
-    default: break;
+    case GW_PAYLOAD_CHUNKED_SIGNED_TRAILER:
+        return MG_ESIGNATURE;
+    default:
+        break;
     }
     if (gw_header(r, "content-md5", &v) || gw_header(r, "x-amz-checksum-crc32", &v) ||
         gw_header(r, "x-amz-checksum-crc32c", &v) || gw_header(r, "x-amz-trailer", &v))
@@ -404,9 +407,9 @@ static void test_malformed(void **state)
                              0, NULL),
                      MG_EINVALIDARGUMENT);
     /* Unknown scheme. */
-    assert_int_equal(run_raw("GET /b/k HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer xyz\r\n\r\n", 0,
-                             NULL),
-                     MG_EINVALIDARGUMENT);
+    assert_int_equal(
+        run_raw("GET /b/k HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer xyz\r\n\r\n", 0, NULL),
+        MG_EINVALIDARGUMENT);
     /* SigV4 header without x-amz-content-sha256. */
     assert_int_equal(run_raw("GET /b/k HTTP/1.1\r\nHost: h\r\nx-amz-date: 20261130T161350Z\r\n"
                              "Authorization: AWS4-HMAC-SHA256 Credential=" AK "/20261130/"

@@ -176,8 +176,9 @@ static void test_generated_credentials(void **state)
     /* Configured users: no file is read or written. TLS files must be readable. */
     mg_config_init(&c);
     mg_config_set_data_dir(&c, data);
-    assert_int_equal(mg_config_parse(&c, "{\"tls\": {\"cert_file\": \"/nonexistent.pem\", "
-                                         "\"key_file\": \"/nonexistent.key\"}}",
+    assert_int_equal(mg_config_parse(&c,
+                                     "{\"tls\": {\"cert_file\": \"/nonexistent.pem\", "
+                                     "\"key_file\": \"/nonexistent.key\"}}",
                                      strlen("{\"tls\": {\"cert_file\": \"/nonexistent.pem\", "
                                             "\"key_file\": \"/nonexistent.key\"}}"),
                                      e),

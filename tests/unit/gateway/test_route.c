@@ -156,8 +156,9 @@ static void test_decode(void **state)
     struct mg_arena a;
     mg_arena_init(&a);
     struct gw__route_out o;
-    assert_int_equal(route("PUT", "h", "/example-bucket/dir/hello%20world%2B%26%3D%C3%A9~.txt",
-                           "", 0, &a, &o), 0);
+    assert_int_equal(
+        route("PUT", "h", "/example-bucket/dir/hello%20world%2B%26%3D%C3%A9~.txt", "", 0, &a, &o),
+        0);
     assert_int_equal(o.bucket.len, 14);
     assert_memory_equal(o.bucket.base, "example-bucket", 14);
     const char *want = "dir/hello world+&=\xc3\xa9~.txt";
@@ -189,14 +190,15 @@ static void test_vhost(void **state)
     struct mg_arena a;
     mg_arena_init(&a);
     struct gw__route_out o;
-    assert_int_equal(route("GET", "example-bucket.s3.local:9000", "/?list-type=2", "s3.local", 0,
-                           &a, &o), 0);
+    assert_int_equal(
+        route("GET", "example-bucket.s3.local:9000", "/?list-type=2", "s3.local", 0, &a, &o), 0);
     assert_int_equal(o.op, GW_OP_LIST_OBJECTS_V2);
     assert_true(o.vhost);
     assert_int_equal(o.bucket.len, 14);
     assert_int_equal(o.key.len, 0);
     assert_int_equal(route("PUT", "Example-Bucket.S3.Local", "/dir/vhost.txt?x-id=PutObject",
-                           "s3.local", 0, &a, &o), 0);
+                           "s3.local", 0, &a, &o),
+                     0);
     assert_int_equal(o.op, GW_OP_PUT_OBJECT);
     assert_memory_equal(o.bucket.base, "Example-Bucket", 14);
     assert_memory_equal(o.key.base, "dir/vhost.txt", 13);

@@ -109,7 +109,8 @@ static void http(const char *method, const char *target, const char *extra, cons
                              (struct mg_str){SK, sizeof(SK) - 1}, (struct mg_str){"us-east-1", 9},
                              (struct mg_str){date, 16}, (struct mg_str){sh, sizeof(sh) - 1},
                              (struct mg_str){sha, 64}, &auth);
-        mg_buf_appendf(&req, "x-amz-date: %s\r\nx-amz-content-sha256: %s\r\nAuthorization: %.*s\r\n",
+        mg_buf_appendf(&req,
+                       "x-amz-date: %s\r\nx-amz-content-sha256: %s\r\nAuthorization: %.*s\r\n",
                        date, sha, (int)auth.len, auth.base);
         mg_buf_close(&auth);
     }
@@ -252,8 +253,9 @@ static void test_errors(void **state)
     http("GET", "/no-such-bucket-here/k", NULL, NULL, 0, 1, &r);
     assert_error(&r, 404, "NoSuchBucket");
     resp_close(&r);
-    http("GET", "/", "Authorization: AWS4-HMAC-SHA256 Credential=NOPE/20261130/us-east-1/s3/"
-                     "aws4_request, SignedHeaders=host, Signature=00\r\n",
+    http("GET", "/",
+         "Authorization: AWS4-HMAC-SHA256 Credential=NOPE/20261130/us-east-1/s3/"
+         "aws4_request, SignedHeaders=host, Signature=00\r\n",
          NULL, 0, 0, &r);
     assert_true(r.status == 400 || r.status == 403);
     resp_close(&r);
@@ -309,8 +311,7 @@ static void test_object_round_trip(void **state)
     resp_close(&r);
 
     /* A wrong Content-MD5 stores nothing. */
-    http("PUT", "/srv-bucket/bad", "Content-MD5: XUFAKrxLKna5cZ2REBfFkg==\r\n", "hellO", 5, 1,
-         &r);
+    http("PUT", "/srv-bucket/bad", "Content-MD5: XUFAKrxLKna5cZ2REBfFkg==\r\n", "hellO", 5, 1, &r);
     assert_error(&r, 400, "BadDigest");
     resp_close(&r);
     http("HEAD", "/srv-bucket/bad", NULL, NULL, 0, 1, &r);
