@@ -218,9 +218,14 @@ def run_suite(v, args, counts):
     finally:
         if server is not None:
             server.stop()
-            if counts.failed != before[1]:
-                print("  server log tail (%s):" % server.log_file)
-                for line in server.log_tail(30).splitlines():
+        if counts.failed != before[1]:
+            # The runner's server, or those a server=none suite started.
+            for log in sorted(glob.glob(os.path.join(workdir, "**", "server.log"),
+                                        recursive=True)):
+                print("  server log tail (%s):" % log)
+                with open(log, "rb") as f:
+                    tail = f.read().decode("utf-8", "replace").splitlines()[-30:]
+                for line in tail:
                     print("    | " + line)
         dt = time.monotonic() - t0
         print("--- %s: %d passed, %d failed in %.1f s" % (
