@@ -218,6 +218,12 @@ def run_suite(v, args, counts):
     finally:
         if server is not None:
             server.stop()
+        strays = reap_strays(workdir)
+        if strays:
+            print("*** %s left processes running: killed %s" % (v.label, strays), flush=True)
+        for mnt in mounts_under(workdir):
+            print("*** %s left %s mounted: unmounting" % (v.label, mnt), flush=True)
+            subprocess.run(["umount", "-l", mnt])
         if counts.failed != before[1]:
             # The runner's server, or those a server=none suite started.
             for log in sorted(glob.glob(os.path.join(workdir, "**", "server.log"),
@@ -235,6 +241,38 @@ def run_suite(v, args, counts):
             print("    kept %s" % workdir)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def reap_strays(workdir):
+    """SIGKILLs, by PID, any process still running from this suite's
+    directory (a server a killed suite started in its own session);
+    returns their PIDs."""
+    strays = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                cmd = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if workdir + os.sep in cmd and int(entry) != os.getpid():
+            try:
+                os.kill(int(entry), 9)
+                strays.append(int(entry))
+            except OSError:
+                pass
+    return strays
+
+
+def mounts_under(workdir):
+    """Mount points below workdir (the disk-full suite mounts a tmpfs)."""
+    try:
+        with open("/proc/mounts") as f:
+            points = [line.split()[1] for line in f]
+    except OSError:
+        return []
+    return [p for p in points if p.startswith(workdir + os.sep)]
 
 
 def _kill_group(proc):
