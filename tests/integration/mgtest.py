@@ -84,6 +84,11 @@ def write_file(path, size, chunk=1 << 20):
     return md5.hexdigest()
 
 
+def md5(data):
+    """Hex MD5 of bytes: the ETag of a single-part object, unquoted."""
+    return hashlib.md5(data).hexdigest()
+
+
 def file_md5(path):
     h = hashlib.md5()
     with open(path, "rb") as f:

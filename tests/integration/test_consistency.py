@@ -14,13 +14,9 @@ import time
 
 import mgtest
 import s3raw
-from mgtest import S3TestCase, client
+from mgtest import S3TestCase, client, md5
 
 MIB = 1 << 20
-
-
-def md5(data):
-    return hashlib.md5(data).hexdigest()
 
 
 class Consistency(S3TestCase):

@@ -9,18 +9,13 @@ ranges across parts and the 1,024-byte key limit. Expected values are the
 S3 API reference's."""
 
 import datetime
-import hashlib
 import urllib.parse
 
 import mgtest
 import s3raw
-from mgtest import S3TestCase, client, payload
+from mgtest import S3TestCase, client, md5, payload
 
 MIB = 1 << 20
-
-
-def md5(data):
-    return hashlib.md5(data).hexdigest()
 
 
 class Buckets(S3TestCase):
