@@ -42,6 +42,12 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 
 import mgserver  # noqa: E402
 
+# Every server is on this machine: never send its traffic through a proxy
+# that the environment may name (curl, urllib and botocore all honour these).
+for _name in ("NO_PROXY", "no_proxy"):
+    os.environ[_name] = "127.0.0.1,localhost,s3.local,.s3.local" + (
+        "," + os.environ[_name] if os.environ.get(_name) else "")
+
 SYSTEM_PYTHON = "/usr/bin/python3"
 DOMAIN = "s3.local"
 LINE_RE = re.compile(r"^(ok|not ok) - (.*?)(?:\s+# SKIP\b\s*(.*))?$")
