@@ -155,6 +155,15 @@ void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
           st.blobs.disk_bytes);
     gauge(o, "metagate_loops", "gauge", "Event loops (threads) serving HTTP.",
           (uint64_t)srv->nloops);
+    uint64_t conns = 0, refused = 0;
+    for (int i = 0; i < srv->nloops; i++) {
+        int n = __atomic_load_n(&srv->loops[i].nconns, __ATOMIC_RELAXED);
+        conns += n > 0 ? (uint64_t)n : 0;
+        refused += __atomic_load_n(&srv->loops[i].nconns_refused, __ATOMIC_RELAXED);
+    }
+    gauge(o, "metagate_http_connections", "gauge", "Open client connections.", conns);
+    gauge(o, "metagate_http_connections_refused_total", "counter",
+          "Connections closed at accept because their loop was at its bound.", refused);
     int64_t up_ms = gw__now_ms() - srv->started_ms;
     gauge(o, "metagate_uptime_seconds", "gauge", "Seconds since the server started.",
           (uint64_t)(up_ms > 0 ? up_ms / 1000 : 0));

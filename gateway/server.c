@@ -164,7 +164,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 static void on_conn_close(uv_handle_t *h)
 {
     struct gw__loop *l = h->loop->data;
-    l->nconns--;
+    __atomic_store_n(&l->nconns, l->nconns - 1, __ATOMIC_RELAXED); /* read by /metrics */
     free(h);
 }
 
@@ -182,13 +182,15 @@ static void on_accept(uv_stream_t *listener, int status)
         return;
     }
     if (l->nconns >= MAX_CONNS_PER_LOOP) {
-        if (l->nconns_refused++ % 1000 == 0)
+        uint64_t refused = l->nconns_refused;
+        __atomic_store_n(&l->nconns_refused, refused + 1, __ATOMIC_RELAXED);
+        if (refused % 1000 == 0)
             mg_log(MG_LOG_WARN, "event=connection_limit loop=%d open=%d refused=%" PRIu64, l->index,
                    l->nconns, l->nconns_refused);
         uv_close((uv_handle_t *)conn, (uv_close_cb)free);
         return;
     }
-    l->nconns++;
+    __atomic_store_n(&l->nconns, l->nconns + 1, __ATOMIC_RELAXED);
     uv_tcp_nodelay(conn, 1);
     h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, on_conn_close);
     h2o_accept(&l->accept_ctx, sock);
