@@ -5,6 +5,7 @@
  * on a bucket, object ACLs open reads, issue 2), object header parsing and emission, copy sources and
  * the body-to-blob-store path. The pure HTTP pieces live in s3_http.c.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <stddef.h>
 #include <stdarg.h>
@@ -88,6 +89,7 @@ int gw__s3_acl_allows(const struct gw_request *r, enum meta_acl acl, enum gw_per
 
 int gw__s3_bucket_load(struct gw_request *r, enum gw_perm need, struct meta_bucket *b)
 {
+    assert(r->bucket.len > 0); /* the router only routes bucket operations with a bucket */
     int rv = meta_bucket_get(r->ms, r->bucket, &r->arena, b);
     if (rv != 0)
         return rv;
@@ -405,6 +407,7 @@ int gw__s3_store_body(struct gw_request *r, struct meta_data *data, struct gw_bo
     struct meta_data_writer *w;
     uint64_t hint = declared_size(r);
     int rv;
+    assert(data != NULL && res != NULL);
     if (hint > GW_S3_OBJECT_MAX)
         return MG_EENTITYTOOLARGE;
     rv = meta_data_writer_create(r->ms, hint, &w);
@@ -424,6 +427,7 @@ int gw__s3_store_body(struct gw_request *r, struct meta_data *data, struct gw_bo
 
 void gw_s3_dispatch(struct gw_request *r)
 {
+    assert(r != NULL && r->req != NULL && r->ms != NULL);
     switch (r->op) {
     case GW_OP_LIST_BUCKETS: gw__s3_list_buckets(r); return;
     case GW_OP_CREATE_BUCKET: gw__s3_create_bucket(r); return;

@@ -7,6 +7,7 @@
  * with the precedence the GetObject reference spells out), entity-tag lists,
  * ListObjectsV2 continuation tokens and max-keys style parameters.
  */
+#include <assert.h>
 #include <string.h>
 #include <strings.h>
 
@@ -70,6 +71,7 @@ int gw_range_parse(struct mg_str hdr, uint64_t size, uint64_t *off, uint64_t *le
             n = (int64_t)size;
         *off = size - (uint64_t)n;
         *len = (uint64_t)n;
+        assert(*len > 0 && *off + *len == size);
         return 1;
     }
     a = gw__s3_parse_dec(first);
@@ -85,6 +87,7 @@ int gw_range_parse(struct mg_str hdr, uint64_t size, uint64_t *off, uint64_t *le
         b = (int64_t)size - 1;
     *off = (uint64_t)a;
     *len = (uint64_t)(b - a) + 1;
+    assert(*len > 0 && *off + *len <= size);
     return 1;
 }
 
@@ -112,6 +115,7 @@ int gw_etag_list_match(struct mg_str list, struct mg_str etag)
 int gw_cond_eval(const struct gw_cond *c, struct mg_str etag, int64_t mtime_ms)
 {
     int64_t mtime_s = mtime_ms / 1000;
+    assert(c != NULL);
     /* "If both of the If-Match and If-Unmodified-Since headers are present ... If-Match
      * condition evaluates to true, and If-Unmodified-Since condition evaluates to false; then,
      * S3 returns 200 OK" (GetObject API reference). */

@@ -8,6 +8,7 @@
  * under it (meta_object_list seeks past it), so a page boundary never repeats
  * a CommonPrefixes entry.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,6 +92,7 @@ static void emit_result(struct gw_request *r, const struct list_args *a,
     struct mg_buf x;
     struct mg_str tok;
     size_t i;
+    assert(res->nobjects + res->nprefixes <= a->max_keys);
     mg_buf_init(&x);
     gw_xml_open(&x, "ListBucketResult");
     gw_xml_elem(&x, "Name", b->name);

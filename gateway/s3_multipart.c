@@ -7,6 +7,7 @@
  * InvalidPart, InvalidPartOrder, EntityTooSmall), Abort, ListParts and
  * ListMultipartUploads.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -177,6 +178,7 @@ static int copy_bytes(struct gw_request *r, const struct meta_object *src, uint6
         done += n;
     }
     mg_free(slice);
+    assert(rv != 0 || done == len);
     mg_cksum_final(&md5, digest);
     mg_cksum_close(&md5);
     part->etag = gw__s3_hex_md5(r, digest);

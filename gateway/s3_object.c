@@ -8,6 +8,7 @@
  * canned ACLs, and GetObjectAttributes. Semantics follow the S3 API
  * reference; where it is silent, Ceph RGW's answers.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -120,6 +121,7 @@ static int plan_part(struct gw_request *r, const struct meta_object *o, struct g
     }
     if ((size_t)p->part > o->nparts)
         goto not_satisfiable;
+    assert(p->part >= 1 && p->off == 0);
     for (i = 0; i + 1 < (size_t)p->part; i++)
         p->off += o->parts[i].size;
     p->len = o->parts[p->part - 1].size;

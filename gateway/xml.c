@@ -10,6 +10,7 @@
  * bounded: GW_XML_NODES_MAX elements, GW_XML_DEPTH_MAX levels, and the body
  * itself was bounded by gw_body_read_all.
  */
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +183,7 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
     }
     x->text.len = 0;
     x->cur = x->cur->parent;
+    assert(x->depth > 0);
     x->depth--;
 }
 
@@ -229,6 +231,7 @@ int gw_xml_parse(struct mg_str body, struct mg_arena *a, struct gw_xml_node **ro
     enum XML_Status st;
     int rv = 0;
 
+    assert(a != NULL && root != NULL);
     memset(&x, 0, sizeof(x));
     x.a = a;
     mg_buf_init(&x.text);
