@@ -222,8 +222,11 @@ def run_suite(v, args, counts):
                   % (v.label, server.proc.returncode), flush=True)
             counts.fail("%s: server crashed" % v.label)
     finally:
-        if server is not None:
-            server.stop()
+        if server is not None and server.alive():
+            rc = server.stop()
+            if rc != 0:
+                print("*** %s: metagate exited %s on SIGTERM" % (v.label, rc), flush=True)
+                counts.fail("%s: unclean server stop (exit %s)" % (v.label, rc))
         strays = reap_strays(workdir)
         if strays:
             print("*** %s left processes running: killed %s" % (v.label, strays), flush=True)
