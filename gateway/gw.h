@@ -215,6 +215,12 @@ void gw_xml_end(struct mg_buf *b, const char *name);          /* </name> */
 void gw_xml_escape(struct mg_buf *b, struct mg_str text);      /* & < > " ' and controls */
 /* <name>text</name> with text percent-encoded (encoding-type=url, '/' kept) when url is set. */
 void gw_xml_elem_enc(struct mg_buf *b, const char *name, struct mg_str text, int url);
+/* Printf-free elements for the hot LIST/ListParts paths: a decimal, "true"/"false", an escaped
+ * C string, and an entity tag in quotes (<ETag>&quot;hex&quot;</ETag>, as S3 sends it). */
+void gw_xml_elem_u64(struct mg_buf *b, const char *name, uint64_t v);
+void gw_xml_elem_bool(struct mg_buf *b, const char *name, int v);
+void gw_xml_elem_cstr(struct mg_buf *b, const char *name, const char *text);
+void gw_xml_elem_etag(struct mg_buf *b, const char *name, struct mg_str etag);
 
 /* ---- XML parsing (expat; DOCTYPE, entity declarations and external entities rejected).
  * Every parser returns 0 or MG_EMALFORMEDXML (r->errmsg-sized errmsg, may be NULL, gets why);

@@ -46,7 +46,7 @@ void gw__s3_respond_copy(struct gw_request *r, const char *root, int64_t mtime_m
     gw_xml_open(&x, root);
     gw_iso8601(mtime_ms, date);
     gw_xml_elem(&x, "LastModified", (struct mg_str){date, strlen(date)});
-    gw_xml_elemf(&x, "ETag", "\"%.*s\"", (int)etag.len, etag.base);
+    gw_xml_elem_etag(&x, "ETag", etag);
     gw__s3_checksum_elem(&x, algo, cksum);
     gw_xml_close(&x, root);
     gw__s3_respond_xml(r, &x);

@@ -76,10 +76,10 @@ static void emit_contents(const struct list_args *a, const struct meta_bucket *b
     gw_xml_elem_enc(x, "Key", o->key, a->url);
     gw_iso8601(o->mtime_ms, date);
     gw_xml_elem(x, "LastModified", (struct mg_str){date, strlen(date)});
-    gw_xml_elemf(x, "ETag", "\"%.*s\"", (int)o->etag.len, o->etag.base);
+    gw_xml_elem_etag(x, "ETag", o->etag);
     if (o->cksum_algo != MG_CKSUM_NONE && o->cksum_algo != MG_CKSUM_MD5)
-        gw_xml_elemf(x, "ChecksumAlgorithm", "%s", mg_cksum_algo_name(o->cksum_algo));
-    gw_xml_elemf(x, "Size", "%llu", (unsigned long long)o->size);
+        gw_xml_elem_cstr(x, "ChecksumAlgorithm", mg_cksum_algo_name(o->cksum_algo));
+    gw_xml_elem_u64(x, "Size", o->size);
     if (a->fetch_owner)
         gw__s3_xml_owner(x, "Owner", o->owner.len > 0 ? o->owner : b->owner);
     gw_xml_elem(x, "StorageClass", (struct mg_str){"STANDARD", 8});
@@ -106,11 +106,11 @@ static void emit_result(struct gw_request *r, const struct list_args *a,
     }
     if (a->delimiter.len > 0)
         gw_xml_elem_enc(&x, "Delimiter", a->delimiter, a->url);
-    gw_xml_elemf(&x, "MaxKeys", "%u", a->max_keys);
+    gw_xml_elem_u64(&x, "MaxKeys", a->max_keys);
     if (a->url)
         gw_xml_elem(&x, "EncodingType", (struct mg_str){"url", 3});
     if (a->v2) {
-        gw_xml_elemf(&x, "KeyCount", "%zu", res->nobjects + res->nprefixes);
+        gw_xml_elem_u64(&x, "KeyCount", res->nobjects + res->nprefixes);
         if (a->has_token)
             gw_xml_elem(&x, "ContinuationToken", a->token);
         if (res->truncated) {
@@ -120,7 +120,7 @@ static void emit_result(struct gw_request *r, const struct list_args *a,
         if (a->start_after.len > 0)
             gw_xml_elem_enc(&x, "StartAfter", a->start_after, a->url);
     }
-    gw_xml_elemf(&x, "IsTruncated", "%s", res->truncated ? "true" : "false");
+    gw_xml_elem_bool(&x, "IsTruncated", res->truncated);
     for (i = 0; i < res->nobjects; i++)
         emit_contents(a, b, &res->objects[i], &x);
     for (i = 0; i < res->nprefixes; i++) {

@@ -261,7 +261,7 @@ void gw__s3_mpu_complete(struct gw_request *r)
     gw_xml_elem(&x, "Location", (struct mg_str){loc.base, loc.len});
     gw_xml_elem(&x, "Bucket", r->bucket);
     gw_xml_elem(&x, "Key", r->key);
-    gw_xml_elemf(&x, "ETag", "\"%.*s\"", (int)out.etag.len, out.etag.base);
+    gw_xml_elem_etag(&x, "ETag", out.etag);
     gw__s3_checksum_elem(&x, out.cksum_algo, out.cksum_value);
     gw_xml_close(&x, "CompleteMultipartUploadResult");
     gw__s3_respond_xml(r, &x);
@@ -301,11 +301,11 @@ static void emit_parts(struct mg_buf *x, const struct meta_part *parts, size_t n
     size_t i;
     for (i = 0; i < n; i++) {
         gw_xml_start(x, "Part");
-        gw_xml_elemf(x, "PartNumber", "%u", parts[i].number);
+        gw_xml_elem_u64(x, "PartNumber", parts[i].number);
         gw_iso8601(parts[i].mtime_ms, date);
         gw_xml_elem(x, "LastModified", (struct mg_str){date, strlen(date)});
-        gw_xml_elemf(x, "ETag", "\"%.*s\"", (int)parts[i].etag.len, parts[i].etag.base);
-        gw_xml_elemf(x, "Size", "%llu", (unsigned long long)parts[i].size);
+        gw_xml_elem_etag(x, "ETag", parts[i].etag);
+        gw_xml_elem_u64(x, "Size", parts[i].size);
         gw__s3_checksum_elem(x, algo, parts[i].checksum);
         gw_xml_end(x, "Part");
     }
@@ -338,12 +338,12 @@ void gw__s3_mpu_list_parts(struct gw_request *r)
     gw__s3_xml_owner(&x, "Initiator", tmpl.owner.len ? tmpl.owner : b.owner);
     gw__s3_xml_owner(&x, "Owner", tmpl.owner.len ? tmpl.owner : b.owner);
     gw_xml_elem(&x, "StorageClass", (struct mg_str){"STANDARD", 8});
-    gw_xml_elemf(&x, "PartNumberMarker", "%u", marker);
-    gw_xml_elemf(&x, "NextPartNumberMarker", "%u", n > 0 ? parts[n - 1].number : marker);
-    gw_xml_elemf(&x, "MaxParts", "%u", max);
-    gw_xml_elemf(&x, "IsTruncated", "%s", truncated ? "true" : "false");
+    gw_xml_elem_u64(&x, "PartNumberMarker", marker);
+    gw_xml_elem_u64(&x, "NextPartNumberMarker", n > 0 ? parts[n - 1].number : marker);
+    gw_xml_elem_u64(&x, "MaxParts", max);
+    gw_xml_elem_bool(&x, "IsTruncated", truncated);
     if (tmpl.cksum_algo != MG_CKSUM_NONE && tmpl.cksum_algo != MG_CKSUM_MD5)
-        gw_xml_elemf(&x, "ChecksumAlgorithm", "%s", mg_cksum_algo_name(tmpl.cksum_algo));
+        gw_xml_elem_cstr(&x, "ChecksumAlgorithm", mg_cksum_algo_name(tmpl.cksum_algo));
     emit_parts(&x, parts, n, tmpl.cksum_algo);
     gw_xml_close(&x, "ListPartsResult");
     gw__s3_respond_xml(r, &x);
@@ -378,8 +378,8 @@ static void emit_uploads(struct gw_request *r, const struct uploads_args *a,
         gw_xml_elem_enc(&x, "Delimiter", a->delimiter, a->url);
     if (a->url)
         gw_xml_elem(&x, "EncodingType", (struct mg_str){"url", 3});
-    gw_xml_elemf(&x, "MaxUploads", "%u", a->max);
-    gw_xml_elemf(&x, "IsTruncated", "%s", truncated ? "true" : "false");
+    gw_xml_elem_u64(&x, "MaxUploads", a->max);
+    gw_xml_elem_bool(&x, "IsTruncated", truncated);
     for (i = 0; i < n; i++) {
         const char *hit = NULL;
         if (a->delimiter.len > 0 && u[i].key.len > a->prefix.len)

@@ -256,8 +256,8 @@ void gw__s3_delete_objects(struct gw_request *r)
                mg_err_name(rv));
         gw_xml_start(&x, "Error");
         gw_xml_elem(&x, "Key", req.keys[i]);
-        gw_xml_elemf(&x, "Code", "%s", mg_err_s3code(rv));
-        gw_xml_elemf(&x, "Message", "%s", mg_err_message(rv));
+        gw_xml_elem_cstr(&x, "Code", mg_err_s3code(rv));
+        gw_xml_elem_cstr(&x, "Message", mg_err_message(rv));
         gw_xml_end(&x, "Error");
     }
     gw_xml_close(&x, "DeleteResult");
@@ -441,9 +441,9 @@ static void emit_object_parts(struct gw_request *r, const struct meta_object *o,
     if (gw_header(r, "x-amz-part-number-marker", &v))
         (void)gw_parse_max(v, 1, 0, META_PART_MAX, &marker);
     gw_xml_start(x, "ObjectParts");
-    gw_xml_elemf(x, "PartsCount", "%zu", o->nparts); /* TotalPartsCount on the wire */
-    gw_xml_elemf(x, "PartNumberMarker", "%u", marker);
-    gw_xml_elemf(x, "MaxParts", "%u", max);
+    gw_xml_elem_u64(x, "PartsCount", o->nparts); /* TotalPartsCount on the wire */
+    gw_xml_elem_u64(x, "PartNumberMarker", marker);
+    gw_xml_elem_u64(x, "MaxParts", max);
     for (i = 0; i < o->nparts; i++) {
         if (o->parts[i].number <= marker)
             continue;
@@ -451,15 +451,15 @@ static void emit_object_parts(struct gw_request *r, const struct meta_object *o,
             break;
         gw_xml_start(x, "Part");
         gw__s3_checksum_elem(x, o->cksum_algo, o->parts[i].checksum);
-        gw_xml_elemf(x, "PartNumber", "%u", o->parts[i].number);
-        gw_xml_elemf(x, "Size", "%llu", (unsigned long long)o->parts[i].size);
+        gw_xml_elem_u64(x, "PartNumber", o->parts[i].number);
+        gw_xml_elem_u64(x, "Size", o->parts[i].size);
         gw_xml_end(x, "Part");
         last = o->parts[i].number;
         shown++;
     }
-    gw_xml_elemf(x, "IsTruncated", "%s", i < o->nparts ? "true" : "false");
+    gw_xml_elem_bool(x, "IsTruncated", i < o->nparts);
     if (i < o->nparts)
-        gw_xml_elemf(x, "NextPartNumberMarker", "%zu", last);
+        gw_xml_elem_u64(x, "NextPartNumberMarker", last);
     gw_xml_end(x, "ObjectParts");
 }
 
@@ -492,7 +492,7 @@ void gw__s3_object_attributes(struct gw_request *r)
     if (mask & ATTR_STORAGE)
         gw_xml_elem(&x, "StorageClass", (struct mg_str){"STANDARD", 8});
     if (mask & ATTR_SIZE)
-        gw_xml_elemf(&x, "ObjectSize", "%llu", (unsigned long long)o.size);
+        gw_xml_elem_u64(&x, "ObjectSize", o.size);
     gw_xml_close(&x, "GetObjectAttributesResponse");
     gw__s3_respond_xml(r, &x);
 }

@@ -38,21 +38,41 @@ void gw_xml_close(struct mg_buf *b, const char *root)
 
 void gw_xml_start(struct mg_buf *b, const char *name)
 {
-    mg_buf_appendf(b, "<%s>", name);
+    size_t n = strlen(name);
+    mg_buf_reserve(b, n + 2);
+    b->base[b->len++] = '<';
+    memcpy(b->base + b->len, name, n);
+    b->len += n;
+    b->base[b->len++] = '>';
 }
 
 void gw_xml_end(struct mg_buf *b, const char *name)
 {
-    mg_buf_appendf(b, "</%s>", name);
+    size_t n = strlen(name);
+    mg_buf_reserve(b, n + 3);
+    b->base[b->len++] = '<';
+    b->base[b->len++] = '/';
+    memcpy(b->base + b->len, name, n);
+    b->len += n;
+    b->base[b->len++] = '>';
+}
+
+/* 1 for the bytes gw_xml_escape rewrites: markup characters and C0 controls / DEL. */
+static int needs_escape(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f || c == '&' || c == '<' || c == '>' || c == '"' || c == '\'';
 }
 
 void gw_xml_escape(struct mg_buf *b, struct mg_str text)
 {
     size_t i, run = 0;
+    mg_buf_reserve(b, text.len);
     for (i = 0; i < text.len; i++) {
         unsigned char c = (unsigned char)text.base[i];
-        const char *rep = NULL;
+        const char *rep;
         char num[8];
+        if (!needs_escape(c))
+            continue;
         switch (c) {
         case '&': rep = "&amp;"; break;
         case '<': rep = "&lt;"; break;
@@ -60,14 +80,10 @@ void gw_xml_escape(struct mg_buf *b, struct mg_str text)
         case '"': rep = "&quot;"; break;
         case '\'': rep = "&apos;"; break;
         default:
-            if (c < 0x20 || c == 0x7f) {
-                /* Keys may hold control bytes; S3 emits them as character references. */
-                snprintf(num, sizeof(num), "&#x%X;", c);
-                rep = num;
-            }
+            /* Keys may hold control bytes; S3 emits them as character references. */
+            snprintf(num, sizeof(num), "&#x%X;", c);
+            rep = num;
         }
-        if (rep == NULL)
-            continue;
         mg_buf_append(b, text.base + run, i - run);
         mg_buf_append(b, rep, strlen(rep));
         run = i + 1;
@@ -84,15 +100,46 @@ void gw_xml_elem(struct mg_buf *b, const char *name, struct mg_str text)
 
 void gw_xml_elem_enc(struct mg_buf *b, const char *name, struct mg_str text, int url)
 {
-    struct mg_buf enc;
     if (!url) {
         gw_xml_elem(b, name, text);
         return;
     }
-    mg_buf_init(&enc);
-    mg_uri_encode(text, 1, &enc);
-    gw_xml_elem(b, name, (struct mg_str){enc.base ? enc.base : "", enc.len});
-    mg_buf_close(&enc);
+    /* Percent-encoded text is [A-Za-z0-9-_.~/%] only: nothing left to escape for XML. */
+    gw_xml_start(b, name);
+    mg_uri_encode(text, 1, b);
+    gw_xml_end(b, name);
+}
+
+void gw_xml_elem_u64(struct mg_buf *b, const char *name, uint64_t v)
+{
+    char digits[20];
+    size_t n = 0;
+    do {
+        digits[sizeof(digits) - ++n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    gw_xml_start(b, name);
+    mg_buf_append(b, digits + sizeof(digits) - n, n);
+    gw_xml_end(b, name);
+}
+
+void gw_xml_elem_bool(struct mg_buf *b, const char *name, int v)
+{
+    gw_xml_elem_cstr(b, name, v ? "true" : "false");
+}
+
+void gw_xml_elem_cstr(struct mg_buf *b, const char *name, const char *text)
+{
+    gw_xml_elem(b, name, (struct mg_str){text, strlen(text)});
+}
+
+void gw_xml_elem_etag(struct mg_buf *b, const char *name, struct mg_str etag)
+{
+    gw_xml_start(b, name);
+    mg_buf_append(b, "&quot;", 6);
+    gw_xml_escape(b, etag);
+    mg_buf_append(b, "&quot;", 6);
+    gw_xml_end(b, name);
 }
 
 void gw_xml_elemf(struct mg_buf *b, const char *name, const char *fmt, ...)

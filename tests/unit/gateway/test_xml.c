@@ -101,6 +101,27 @@ static void test_elem_url(void **state)
     mg_buf_close(&b);
 }
 
+static void test_elem_fast(void **state)
+{
+    struct mg_buf b;
+    (void)state;
+    mg_buf_init(&b);
+    gw_xml_elem_u64(&b, "Size", 0);
+    gw_xml_elem_u64(&b, "Size", UINT64_MAX);
+    gw_xml_elem_bool(&b, "IsTruncated", 1);
+    gw_xml_elem_bool(&b, "IsTruncated", 0);
+    gw_xml_elem_cstr(&b, "Code", "a<b");
+    gw_xml_elem_etag(&b, "ETag", S("d41d8cd98f00b204e9800998ecf8427e-2"));
+    gw_xml_elem_enc(&b, "Key", S(""), 1);
+    mg_buf_append(&b, "", 1);
+    assert_string_equal(b.base, "<Size>0</Size><Size>18446744073709551615</Size>"
+                                "<IsTruncated>true</IsTruncated><IsTruncated>false</IsTruncated>"
+                                "<Code>a&lt;b</Code>"
+                                "<ETag>&quot;d41d8cd98f00b204e9800998ecf8427e-2&quot;</ETag>"
+                                "<Key></Key>");
+    mg_buf_close(&b);
+}
+
 /* Emitted XML parses back to the same text. */
 static void test_roundtrip(void **state)
 {
@@ -528,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_open_close_elemf),
         cmocka_unit_test(test_elemf_long),
         cmocka_unit_test(test_elem_url),
+        cmocka_unit_test(test_elem_fast),
         cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_malformed, setup, teardown),
