@@ -80,17 +80,33 @@ fail:
 
 /* ------------------------------------------------------------------- GET/HEAD */
 
-static int has_response_overrides(struct gw_request *r)
+/* response-* overrides: only signed requests may use them ("Request specific response headers
+ * cannot be used for anonymous GET requests", GetObject), and a value that would split the
+ * header (control bytes after percent-decoding) is refused. */
+static int check_response_overrides(struct gw_request *r)
 {
     static const char *const names[] = {"response-content-type", "response-content-language",
                                         "response-expires", "response-cache-control",
                                         "response-content-disposition",
                                         "response-content-encoding"};
     struct mg_str v;
-    size_t i;
-    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (gw_query(r, names[i], &v))
-            return 1;
+    size_t i, j;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (!gw_query(r, names[i], &v))
+            continue;
+        if (r->user == NULL) {
+            snprintf(r->errmsg, sizeof(r->errmsg), "Request specific response headers cannot "
+                                                   "be used for anonymous GET requests.");
+            return MG_EINVALIDREQUEST;
+        }
+        for (j = 0; j < v.len; j++) {
+            unsigned char c = (unsigned char)v.base[j];
+            if ((c < 0x20 && c != '\t') || c == 0x7f) {
+                snprintf(r->errmsg, sizeof(r->errmsg), "Invalid value for %s", names[i]);
+                return MG_EINVALIDARGUMENT;
+            }
+        }
+    }
     return 0;
 }
 
@@ -177,12 +193,8 @@ void gw__s3_get_object(struct gw_request *r)
     int rv = gw__s3_object_load(r, r->bucket, r->key, &b, &o);
     if (rv != 0)
         goto fail;
-    if (r->user == NULL && has_response_overrides(r)) {
-        snprintf(r->errmsg, sizeof(r->errmsg),
-                 "Request specific response headers cannot be used for anonymous GET requests.");
-        rv = MG_EINVALIDREQUEST;
+    if ((rv = check_response_overrides(r)) != 0)
         goto fail;
-    }
     gw__s3_cond_read(r, "if-", &cond);
     if ((rv = gw_cond_eval(&cond, o.etag, o.mtime_ms)) != 0) {
         if (rv == MG_ENOTMODIFIED) { /* a 304 still names the representation */
