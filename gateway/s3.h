@@ -12,7 +12,7 @@
 #include "gateway/gw.h"
 
 #define GW_S3_XML_SMALL_MAX (64u << 10)  /* tagging, ACL, CreateBucketConfiguration */
-#define GW_S3_XML_LARGE_MAX (4u << 20)   /* Delete (1000 keys), Complete (10000 parts) */
+#define GW_S3_XML_LARGE_MAX (8u << 20)   /* Delete (1000 keys of 1 KiB, escaped), Complete */
 #define GW_S3_LIFECYCLE_MAX (1u << 20)
 #define GW_S3_OBJECT_MAX ((uint64_t)5 << 30) /* single PUT and part limit */
 #define GW_S3_USER_META_MAX 2048         /* x-amz-meta-* names + values */
