@@ -10,14 +10,14 @@
  * handlers run synchronously on the loop thread, which is simple and safe with
  * h2o's request lifetimes, but a durable write blocks its loop for one fsync
  * (~0.2 ms here). So that enough writes are in flight for RocksDB's group
- * commit, the default number of loops is 2x the core count, not 1x. A later
+ * commit, the default number of loops is 8x the core count, not 1x. A later
  * issue moves fsync to a syncer thread (responses sent from the loop after
  * the commit, requests guarded with h2o_mem_alloc_shared) and the default
  * back to one loop per core. Large GET reads (pread of <= 1 MiB slices)
  * also run on the loop for now. Measured on the 2-core box (mgbench, 1 KiB,
- * 2026-11-30): 4 loops (the default) 3.7k PUT/s and 40k GET/s; "threads": 16
- * 9.6k PUT/s and 64k GET/s, i.e. more loops than 2x still pay while fsync
- * blocks them.
+ * 2026-11-30): 4 loops 3.7k PUT/s and 40k GET/s; 16 loops (the default on
+ * 2 cores) 9.6k PUT/s and 64k GET/s; 32 loops 9.1k PUT/s: past 8x cores the
+ * group commit is full and more loops only add threads.
  *
  * Request bodies: h2o buffers the whole entity before on_req; above 32 MiB
  * the buffer is an mmapped, unlinked temp file created from
@@ -369,7 +369,7 @@ static int default_loops(void)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1)
         cores = 1;
-    return (int)(cores * 2 > 64 ? 64 : cores * 2); /* 2x cores: see the top of this file */
+    return (int)(cores * 8 > 64 ? 64 : cores * 8); /* 8x cores: see the top of this file */
 }
 
 static void users_init(struct gw_server *srv, const struct mg_config *cfg)
