@@ -355,22 +355,112 @@ struct uploads_args {
     int url;
 };
 
+/* One ListMultipartUploads page: uploads and common prefixes, at most max in total. */
+struct uploads_page {
+    struct meta_upload *u;
+    size_t nu;
+    struct mg_str *cps;
+    size_t ncp;
+    int truncated;
+    struct mg_str next_key, next_id; /* last key (or prefix) and upload id returned */
+};
+
+/* The common prefix key rolls up into (prefix .. first delimiter after it), or empty. */
+static struct mg_str rollup(const struct uploads_args *a, struct mg_str key)
+{
+    const char *hit;
+    if (a->delimiter.len == 0 || key.len <= a->prefix.len)
+        return (struct mg_str){"", 0};
+    hit = memmem(key.base + a->prefix.len, key.len - a->prefix.len, a->delimiter.base,
+                 a->delimiter.len);
+    if (hit == NULL)
+        return (struct mg_str){"", 0};
+    return (struct mg_str){key.base, (size_t)(hit - key.base) + a->delimiter.len};
+}
+
+/* A key marker past every key under cp: cp + 0xFF up to META_KEY_MAX + 1 bytes sorts after
+ * any key of at most META_KEY_MAX bytes that starts with cp, and before every later key. */
+static struct mg_str past_prefix(struct gw_request *r, struct mg_str cp)
+{
+    char *p = mg_arena_alloc(&r->arena, META_KEY_MAX + 2);
+    memcpy(p, cp.base, cp.len);
+    memset(p + cp.len, 0xFF, META_KEY_MAX + 1 - cp.len);
+    p[META_KEY_MAX + 1] = '\0';
+    return (struct mg_str){p, META_KEY_MAX + 1};
+}
+
+/* Budget: every meta_mpu_list call either returns an item or ends the scan, and the page
+ * holds at most a->max (<= 1000) items, so at most a->max + 2 calls; a common prefix costs
+ * one call (a seek past it), never a read of the uploads under it. */
+static int collect_uploads(struct gw_request *r, const struct uploads_args *a,
+                           struct uploads_page *pg)
+{
+    struct mg_str km = a->key_marker, im = a->id_marker, cp;
+    struct meta_upload *u;
+    size_t n, i, total = 0;
+    int more, rv;
+    memset(pg, 0, sizeof(*pg));
+    pg->u = mg_arena_alloc(&r->arena, a->max * sizeof(*pg->u));
+    pg->cps = mg_arena_alloc(&r->arena, a->max * sizeof(*pg->cps));
+    if (km.len > 0 && km.len <= META_KEY_MAX && rollup(a, km).len == km.len) {
+        km = past_prefix(r, km); /* resuming after a CommonPrefixes entry */
+        im = (struct mg_str){"", 0};
+    }
+    while (total < a->max) {
+        rv = meta_mpu_list(r->ms, r->bucket, a->prefix, km, im, a->max - (uint32_t)total,
+                           &r->arena, &u, &n, &more);
+        if (rv != 0)
+            return rv;
+        for (i = 0; i < n && total < a->max; i++) {
+            if ((cp = rollup(a, u[i].key)).len > 0) {
+                pg->cps[pg->ncp++] = pg->next_key = cp;
+                pg->next_id = (struct mg_str){"", 0};
+                km = past_prefix(r, cp);
+                im = pg->next_id;
+                total++;
+                break; /* seek past the prefix */
+            }
+            pg->u[pg->nu++] = u[i];
+            pg->next_key = km = u[i].key;
+            pg->next_id = im = u[i].upload_id;
+            total++;
+        }
+        if (i == n && !more)
+            return 0; /* the scan is exhausted */
+    }
+    rv = meta_mpu_list(r->ms, r->bucket, a->prefix, km, im, 1, &r->arena, &u, &n, &more);
+    pg->truncated = rv == 0 && n > 0;
+    return rv;
+}
+
+static void emit_upload(struct mg_buf *x, const struct uploads_args *a,
+                        const struct meta_bucket *b, const struct meta_upload *u)
+{
+    char date[25];
+    gw_xml_start(x, "Upload");
+    gw_xml_elem_enc(x, "Key", u->key, a->url);
+    gw_xml_elem(x, "UploadId", u->upload_id);
+    gw__s3_xml_owner(x, "Initiator", u->owner.len ? u->owner : b->owner);
+    gw__s3_xml_owner(x, "Owner", u->owner.len ? u->owner : b->owner);
+    gw_xml_elem(x, "StorageClass", (struct mg_str){"STANDARD", 8});
+    gw_iso8601(u->initiated_ms, date);
+    gw_xml_elem(x, "Initiated", (struct mg_str){date, strlen(date)});
+    gw_xml_end(x, "Upload");
+}
+
 static void emit_uploads(struct gw_request *r, const struct uploads_args *a,
-                         const struct meta_bucket *b, const struct meta_upload *u, size_t n,
-                         int truncated)
+                         const struct meta_bucket *b, const struct uploads_page *pg)
 {
     struct mg_buf x;
-    struct mg_str last_prefix = {"", 0};
-    char date[25];
     size_t i;
     mg_buf_init(&x);
     gw_xml_open(&x, "ListMultipartUploadsResult");
     gw_xml_elem(&x, "Bucket", b->name);
     gw_xml_elem_enc(&x, "KeyMarker", a->key_marker, a->url);
     gw_xml_elem(&x, "UploadIdMarker", a->id_marker);
-    if (truncated && n > 0) {
-        gw_xml_elem_enc(&x, "NextKeyMarker", u[n - 1].key, a->url);
-        gw_xml_elem(&x, "NextUploadIdMarker", u[n - 1].upload_id);
+    if (pg->truncated) {
+        gw_xml_elem_enc(&x, "NextKeyMarker", pg->next_key, a->url);
+        gw_xml_elem(&x, "NextUploadIdMarker", pg->next_id);
     }
     if (a->prefix.len > 0)
         gw_xml_elem_enc(&x, "Prefix", a->prefix, a->url);
@@ -379,58 +469,43 @@ static void emit_uploads(struct gw_request *r, const struct uploads_args *a,
     if (a->url)
         gw_xml_elem(&x, "EncodingType", (struct mg_str){"url", 3});
     gw_xml_elem_u64(&x, "MaxUploads", a->max);
-    gw_xml_elem_bool(&x, "IsTruncated", truncated);
-    for (i = 0; i < n; i++) {
-        const char *hit = NULL;
-        if (a->delimiter.len > 0 && u[i].key.len > a->prefix.len)
-            hit = memmem(u[i].key.base + a->prefix.len, u[i].key.len - a->prefix.len,
-                         a->delimiter.base, a->delimiter.len);
-        if (hit != NULL) { /* rolled up into a common prefix (within this page) */
-            struct mg_str p = {u[i].key.base, (size_t)(hit - u[i].key.base) + a->delimiter.len};
-            if (!(p.len == last_prefix.len && memcmp(p.base, last_prefix.base, p.len) == 0)) {
-                gw_xml_start(&x, "CommonPrefixes");
-                gw_xml_elem_enc(&x, "Prefix", p, a->url);
-                gw_xml_end(&x, "CommonPrefixes");
-                last_prefix = p;
-            }
-            continue;
-        }
-        gw_xml_start(&x, "Upload");
-        gw_xml_elem_enc(&x, "Key", u[i].key, a->url);
-        gw_xml_elem(&x, "UploadId", u[i].upload_id);
-        gw__s3_xml_owner(&x, "Initiator", u[i].owner.len ? u[i].owner : b->owner);
-        gw__s3_xml_owner(&x, "Owner", u[i].owner.len ? u[i].owner : b->owner);
-        gw_xml_elem(&x, "StorageClass", (struct mg_str){"STANDARD", 8});
-        gw_iso8601(u[i].initiated_ms, date);
-        gw_xml_elem(&x, "Initiated", (struct mg_str){date, strlen(date)});
-        gw_xml_end(&x, "Upload");
+    gw_xml_elem_bool(&x, "IsTruncated", pg->truncated);
+    for (i = 0; i < pg->nu; i++)
+        emit_upload(&x, a, b, &pg->u[i]);
+    for (i = 0; i < pg->ncp; i++) {
+        gw_xml_start(&x, "CommonPrefixes");
+        gw_xml_elem_enc(&x, "Prefix", pg->cps[i], a->url);
+        gw_xml_end(&x, "CommonPrefixes");
     }
     gw_xml_close(&x, "ListMultipartUploadsResult");
     gw__s3_respond_xml(r, &x);
 }
 
+static struct mg_str query_or_empty(struct gw_request *r, const char *name)
+{
+    struct mg_str v;
+    return gw_query(r, name, &v) ? v : (struct mg_str){"", 0};
+}
+
 void gw__s3_mpu_list_uploads(struct gw_request *r)
 {
     struct meta_bucket b;
-    struct meta_upload *u = NULL;
     struct uploads_args a;
+    struct uploads_page pg;
     struct mg_str v;
-    size_t n = 0;
-    int truncated = 0, rv;
+    int rv;
     memset(&a, 0, sizeof(a));
-    a.prefix = gw_query(r, "prefix", &v) ? v : (struct mg_str){"", 0};
-    a.delimiter = gw_query(r, "delimiter", &v) ? v : (struct mg_str){"", 0};
-    a.key_marker = gw_query(r, "key-marker", &v) ? v : (struct mg_str){"", 0};
-    a.id_marker = gw_query(r, "upload-id-marker", &v) ? v : (struct mg_str){"", 0};
+    memset(&pg, 0, sizeof(pg));
+    a.prefix = query_or_empty(r, "prefix");
+    a.delimiter = query_or_empty(r, "delimiter");
+    a.key_marker = query_or_empty(r, "key-marker");
+    a.id_marker = query_or_empty(r, "upload-id-marker");
     a.url = gw_query(r, "encoding-type", &v) && v.len == 3 && memcmp(v.base, "url", 3) == 0;
     if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 ||
-        (rv = query_max(r, "max-uploads", 1000, 1000, &a.max)) != 0)
-        goto fail;
-    if (a.max > 0 && (rv = meta_mpu_list(r->ms, r->bucket, a.prefix, a.key_marker, a.id_marker,
-                                         a.max, &r->arena, &u, &n, &truncated)) != 0)
-        goto fail;
-    emit_uploads(r, &a, &b, u, n, truncated);
-    return;
-fail:
-    gw__s3_fail(r, rv, NULL);
+        (rv = query_max(r, "max-uploads", 1000, 1000, &a.max)) != 0 ||
+        (a.max > 0 && (rv = collect_uploads(r, &a, &pg)) != 0)) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    emit_uploads(r, &a, &b, &pg);
 }
