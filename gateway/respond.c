@@ -236,7 +236,16 @@ void gw_respond_error(struct gw_request *r, int rv)
         h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
         return;
     }
+    /* A 416 keeps the handler's "Content-Range: bytes * /size" (RFC 7233 4.4); every other
+     * error drops the headers of the response it replaces. */
+    ssize_t cr = rv == MG_EINVALIDRANGE
+                     ? h2o_find_header(&req->res.headers, H2O_TOKEN_CONTENT_RANGE, -1)
+                     : -1;
+    h2o_iovec_t content_range = cr >= 0 ? req->res.headers.entries[cr].value : h2o_iovec_init("", 0);
     req->res.headers = (h2o_headers_t){NULL, 0, 0};
+    if (cr >= 0)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_RANGE, NULL,
+                       content_range.base, content_range.len);
     r->core.has_head_length = 0;
     if (is_head(r)) {
         gw_respond(r, status, NULL, (struct mg_str){"", 0});
