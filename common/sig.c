@@ -857,7 +857,10 @@ int mg_sigv2_parse_query(struct mg_str query, struct mg_arena *arena, struct mg_
 }
 
 /* Sub-resources that are part of the V2 CanonicalizedResource (S3 "Signing and
- * authenticating REST requests", plus what botocore's HmacV1Auth.QSAOfInterest adds). */
+ * authenticating REST requests", plus what botocore's HmacV1Auth.QSAOfInterest adds).
+ * "list-type" is not a sub-resource in either list, but botocore signs the auth path of its
+ * operation model, "/{Bucket}?list-type=2" for ListObjectsV2, so every V2 signature boto3
+ * makes for a V2 listing (generate_presigned_url's default) covers it. */
 static const char *const v2_subresources[] = {
     "accelerate",
     "acl",
@@ -868,6 +871,7 @@ static const char *const v2_subresources[] = {
     "inventory",
     "legal-hold",
     "lifecycle",
+    "list-type",
     "location",
     "logging",
     "metrics",

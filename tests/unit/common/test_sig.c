@@ -392,6 +392,28 @@ static void test_v2_canonical(void **state)
     assert_string_not_equal(sig, sig2);
 }
 
+/* boto3 1.43 generate_presigned_url('list_objects_v2', Bucket='bk2', Prefix='a/'): botocore
+ * signs "GET\n\n\n1796065148\n/bk2?list-type=2" (its auth path), other parameters not. */
+static void test_v2_presigned_list_v2(void **state)
+{
+    static const struct mg_http_hdr h[] = {HDR("Host", "127.0.0.1:9100")};
+    struct mg_arena arena;
+    mg_arena_init(&arena);
+    struct mg_sig_req r = {test_str("GET"), test_str("/bk2"),
+                           test_str("list-type=2&prefix=a%2F&encoding-type=url&AWSAccessKeyId="
+                                    "AKIAIOSFODNN7EXAMPLE&Signature=n%2BFhOBFi0YXCjtNdWckHoVEvmRY%3D&"
+                                    "Expires=1796065148"),
+                           h, 1, {NULL, 0}};
+    struct mg_sigv2_auth a;
+    assert_int_equal(mg_sigv2_parse_query(r.query, &arena, &a), 0);
+    assert_int_equal(mg_sigv2_verify(&r, &a, test_str(TEST_SECRET)), 0);
+    r.query = test_str("list-type=1&prefix=a%2F&encoding-type=url&AWSAccessKeyId="
+                       "AKIAIOSFODNN7EXAMPLE&Signature=n%2BFhOBFi0YXCjtNdWckHoVEvmRY%3D&"
+                       "Expires=1796065148");
+    assert_int_equal(mg_sigv2_verify(&r, &a, test_str(TEST_SECRET)), MG_ESIGNATURE);
+    mg_arena_close(&arena);
+}
+
 static void test_v2_query(void **state)
 {
     struct mg_arena arena;
@@ -433,6 +455,7 @@ int test_sig_run(void)
         cmocka_unit_test(test_v4_clock),
         cmocka_unit_test(test_v2_aws_example),
         cmocka_unit_test(test_v2_canonical),
+        cmocka_unit_test(test_v2_presigned_list_v2),
         cmocka_unit_test(test_v2_query),
     };
     return cmocka_run_group_tests_name("common/sig", tests, NULL, NULL);
