@@ -191,6 +191,46 @@ class Listing(S3TestCase):
         self.assertIn(b"<Key>enc/a b+c&amp;d</Key>", r.body)
 
 
+class BigListing(S3TestCase):
+    """2,500 keys: the default 1,000-key pages, page boundaries, and
+    DeleteObjects at its 1,000-key limit."""
+
+    @classmethod
+    def setUpClass(cls):
+        from concurrent.futures import ThreadPoolExecutor
+        cls.class_bucket("featbig")
+        cls.keys = sorted("k/%05d" % i for i in range(2500))
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda k: cls.s3.put_object(Bucket=cls.bucket, Key=k, Body=b""),
+                          cls.keys))
+
+    def page_sizes(self):
+        n = len(self.keys)     # 2,500, or 1,500 once the DeleteObjects test ran
+        return [1000] * (n // 1000) + ([n % 1000] if n % 1000 else [])
+
+    def test_default_pages_of_1000(self):
+        pages = list(self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket))
+        self.assertEqual([p["KeyCount"] for p in pages], self.page_sizes())
+        self.assertEqual([o["Key"] for p in pages for o in p["Contents"]], self.keys)
+
+    def test_v1_pages_of_1000(self):
+        pages = list(self.s3.get_paginator("list_objects").paginate(Bucket=self.bucket))
+        self.assertEqual([len(p["Contents"]) for p in pages], self.page_sizes())
+        self.assertEqual([o["Key"] for p in pages for o in p["Contents"]], self.keys)
+
+    def test_delete_objects_limit(self):
+        too_many = [{"Key": k} for k in self.keys[:1001]]
+        self.assertS3Error("MalformedXML", 400, self.s3.delete_objects, Bucket=self.bucket,
+                           Delete={"Objects": too_many, "Quiet": True})
+        r = self.s3.delete_objects(Bucket=self.bucket,
+                                   Delete={"Objects": too_many[:1000], "Quiet": True})
+        self.assertEqual(r.get("Errors", []), [])
+        left = [o["Key"] for p in self.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket) for o in p.get("Contents", [])]
+        self.assertEqual(left, self.keys[1000:])
+        type(self).keys = self.keys[1000:]
+
+
 class Multipart(S3TestCase):
     @classmethod
     def setUpClass(cls):
