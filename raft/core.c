@@ -328,12 +328,34 @@ static int wrapped_append(struct raft_io *io, struct raft_io_append *req,
     return rv;
 }
 
+/* Gap (b) again: libraft 0.15's installSnapshotCb answers the leader through
+ * follower_state.current_leader even when the follower has meanwhile moved to
+ * a new term with no known leader: address NULL, and strlen(NULL) in the uv
+ * send path (a crash seen in raft_chaos; upstream checks the state first,
+ * 191a07e). Fail exactly that send: libraft's senders of such replies
+ * (sendAppendEntriesResult) free the request on error and the leader retries.
+ * Other replies carry the sender's address from the message and must pass
+ * untouched: recvAppendEntries frees the entries again if its send fails. */
+static int wrapped_send(struct raft_io *io, struct raft_io_send *req,
+                        const struct raft_message *m, raft_io_send_cb cb)
+{
+    struct raft *r = io->data;
+    struct mraft_group *g = r->fsm->data;
+    if (m->server_address == NULL) {
+        g->n_sends_dropped++;
+        return RAFT_NOCONNECTION;
+    }
+    return g->io_send(io, req, m, cb);
+}
+
 /* Call after raft_init (which sets io->data to the raft instance). */
 void mraft__group_wrap_io(struct mraft_group *g)
 {
     assert(g->raft->io->data == g->raft && g->raft->fsm == &g->fsm);
     g->io_append = g->raft->io->append;
     g->raft->io->append = wrapped_append;
+    g->io_send = g->raft->io->send;
+    g->raft->io->send = wrapped_send;
 }
 
 int mraft__group_start(struct mraft_group *g)

@@ -116,6 +116,7 @@ static void install_process_policy(void)
     done = true;
     signal(SIGPIPE, SIG_IGN);
     raft_heap_set(&abort_heap);
+    mraft__aio_defer_init();
 }
 
 /* ---- timers ------------------------------------------------------------------- */

@@ -107,6 +107,9 @@ struct mraft_group {
     int (*io_append)(struct raft_io *, struct raft_io_append *, const struct raft_entry[],
                      unsigned, raft_io_append_cb); /* libraft io's own append */
     void (*io_failure)(struct mraft_group *g, int status); /* NULL: fail-stop (abort) */
+    int (*io_send)(struct raft_io *, struct raft_io_send *, const struct raft_message *,
+                   raft_io_send_cb);  /* libraft io's own send */
+    unsigned n_sends_dropped;           /* replies with no leader to go to */
     unsigned n_io_failures;             /* failed appends seen */
     /* close */
     bool closing;                       /* destroy called */
@@ -134,6 +137,9 @@ int mraft__desc_decode(const struct raft_buffer *buf, struct mraft_snapshot_desc
 /* Little-endian u64 at p (wire formats: descriptor, preamble). */
 void mraft__put64(unsigned char *p, uint64_t v);
 uint64_t mraft__get64(const unsigned char *p);
+
+/* aio_defer.c: io_destroy off the loop thread (see the file comment) */
+void mraft__aio_defer_init(void);
 
 /* transport.c: the multiplexing transport */
 int mraft__net_listen(struct mraft__net *net, uv_loop_t *loop, const char *address);
