@@ -13,7 +13,7 @@
  *
  * usage: raft_node --id N --dir DIR --peers 1=ADDR,2=ADDR,3=ADDR
  *                  --peer-dirs DIR1,DIR2,DIR3 [--groups 256] [--inflight 2]
- *                  [--election-ms 500]  (heartbeat = election / 5)
+ *                  [--election-ms 500]  (heartbeat = election / 5) [--segment-kib 512]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -66,6 +66,7 @@ struct node {
     unsigned n_groups;
     unsigned inflight_max;
     unsigned election_ms;
+    unsigned segment_kib;
     struct toy *toys;
     struct mraft_host *host;
     uv_timer_t propose_timer, flush_timer;
@@ -350,11 +351,13 @@ int main(int argc, char **argv)
     n.n_groups = 256;
     n.inflight_max = 2;
     n.election_ms = 500;
+    n.segment_kib = 512;
     static const struct option opts[] = {
         {"id", required_argument, NULL, 'i'},     {"dir", required_argument, NULL, 'd'},
         {"peers", required_argument, NULL, 'p'},  {"peer-dirs", required_argument, NULL, 'D'},
         {"groups", required_argument, NULL, 'g'}, {"inflight", required_argument, NULL, 'f'},
-        {"election-ms", required_argument, NULL, 'e'}, {NULL, 0, NULL, 0}};
+        {"election-ms", required_argument, NULL, 'e'},
+        {"segment-kib", required_argument, NULL, 's'},    {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -365,6 +368,7 @@ int main(int argc, char **argv)
         case 'g': n.n_groups = (unsigned)atoi(optarg); break;
         case 'f': n.inflight_max = (unsigned)atoi(optarg); break;
         case 'e': n.election_ms = (unsigned)atoi(optarg); break;
+        case 's': n.segment_kib = (unsigned)atoi(optarg); break;
         default: return 2;
         }
     }
@@ -406,6 +410,7 @@ int main(int argc, char **argv)
     uv_loop_init(&n.loop);
     struct mraft_host_config hc = {.node_id = n.id, .address = addr, .data_dir = n.dir,
                                    .snapshot_threshold = 256, .snapshot_trailing = 64,
+                                   .segment_size_bytes = (size_t)n.segment_kib * 1024,
                                    .election_timeout_ms = n.election_ms,
                                    .heartbeat_timeout_ms = n.election_ms / 5,
                                    .balance_interval_ms = 500};
