@@ -345,6 +345,13 @@ static int wrapped_send(struct raft_io *io, struct raft_io_send *req,
         g->n_sends_dropped++;
         return RAFT_NOCONNECTION;
     }
+    /* A new leader's first heartbeats pass here: have its ready barrier
+     * appended in this loop iteration rather than at the next tick, so no
+     * follower acknowledgement of an older-term entry can be counted first
+     * (libraft 0.15 commits older-term entries by counting, 524f735). */
+    if (r->state == RAFT_LEADER && g->ready_term != r->current_term &&
+        g->ready_barrier_term == 0 && !g->kicked && g->host != NULL)
+        mraft__host_kick(g->host, g);
     return g->io_send(io, req, m, cb);
 }
 

@@ -41,6 +41,8 @@ struct mraft_host {
     struct mraft__net net;            /* shared listener */
     uv_timer_t tick_timer;            /* polling */
     uv_timer_t balance_timer;         /* leader balancing */
+    uv_check_t check;                 /* ticks kicked groups after each poll */
+    unsigned n_kicked;                /* groups with kicked set */
     struct mraft_group *groups;       /* open and closing groups */
     unsigned n_groups;                /* open (not closing) groups */
     bool closing;                     /* destroy called */
@@ -128,6 +130,26 @@ static void on_tick(uv_timer_t *t)
         mraft__group_tick(g);
 }
 
+static void on_check(uv_check_t *c)
+{
+    struct mraft_host *h = c->data;
+    if (h->n_kicked == 0)
+        return;
+    h->n_kicked = 0;
+    for (struct mraft_group *g = h->groups; g != NULL; g = g->next) {
+        if (g->kicked) {
+            g->kicked = false;
+            mraft__group_tick(g);
+        }
+    }
+}
+
+void mraft__host_kick(struct mraft_host *h, struct mraft_group *g)
+{
+    g->kicked = true;
+    h->n_kicked++;
+}
+
 static void on_balance(uv_timer_t *t)
 {
     mraft_host_balance(t->data);
@@ -202,6 +224,9 @@ int mraft_host_create(uv_loop_t *loop, const struct mraft_host_config *cfg,
     uv_timer_init(loop, &h->tick_timer);
     h->tick_timer.data = h;
     uv_timer_start(&h->tick_timer, on_tick, h->tick_ms, h->tick_ms);
+    uv_check_init(loop, &h->check);
+    h->check.data = h;
+    uv_check_start(&h->check, on_check);
     uv_timer_init(loop, &h->balance_timer);
     h->balance_timer.data = h;
     if (h->balance_interval_ms > 0)
@@ -228,7 +253,7 @@ void mraft_host_destroy(struct mraft_host *h, mraft_host_close_cb cb, void *data
     h->closing = true;
     h->close_cb = cb;
     h->close_data = data;
-    h->pending = 3; /* two timers and the net */
+    h->pending = 4; /* two timers, the check handle and the net */
     for (struct mraft_group *g = h->groups; g != NULL; g = g->next)
         h->pending++; /* each group decrements in on_raft_closed */
     for (struct mraft_group *g = h->groups; g != NULL;) {
@@ -239,6 +264,7 @@ void mraft_host_destroy(struct mraft_host *h, mraft_host_close_cb cb, void *data
     }
     uv_close((uv_handle_t *)&h->tick_timer, on_handle_closed);
     uv_close((uv_handle_t *)&h->balance_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&h->check, on_handle_closed);
     mraft__net_close(&h->net, on_net_closed);
 }
 

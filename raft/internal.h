@@ -83,6 +83,7 @@ struct mraft_group {
     /* leadership */
     raft_term ready_term;               /* term whose barrier committed, 0 if none */
     raft_term ready_barrier_term;       /* term of the in-flight ready barrier, 0 if none */
+    bool kicked;                        /* new leader seen by wrapped_send: tick at check */
     struct raft_barrier ready_barrier;  /* request storage */
     /* proposals: queue waits for readiness or for the in-flight wave */
     struct mraft_propose *q_head, *q_tail;
@@ -137,6 +138,9 @@ int mraft__desc_decode(const struct raft_buffer *buf, struct mraft_snapshot_desc
 /* Little-endian u64 at p (wire formats: descriptor, preamble). */
 void mraft__put64(unsigned char *p, uint64_t v);
 uint64_t mraft__get64(const unsigned char *p);
+
+/* host.c: run g's tick in this loop iteration's check phase */
+void mraft__host_kick(struct mraft_host *h, struct mraft_group *g);
 
 /* aio_defer.c: io_destroy off the loop thread (see the file comment) */
 void mraft__aio_defer_init(void);
