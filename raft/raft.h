@@ -83,8 +83,9 @@ struct mraft_owner {
     /* Apply the committed command at index (strictly increasing; never an index
      * the owner already applied). (buf, len) is borrowed for the call only.
      * *result (initially NULL) is passed to the proposer's callback on the
-     * leader that proposed it. A nonzero return stops applying; libraft retries
-     * the same entry later. */
+     * leader that proposed it; elsewhere (followers, replay) it is dropped, so
+     * it must not carry ownership. A nonzero return stops applying; libraft
+     * retries the same entry later. */
     int (*apply)(void *data, uint64_t index, const void *buf, size_t len, void **result);
     /* Highest index whose effects are flushed to durable storage. Monotonic,
      * also across restarts. */
