@@ -58,6 +58,7 @@ struct mraft__net {
     uv_tcp_t listener;
     bool listening;
     struct mraft__incoming *incoming;  /* accepted, preamble not read yet */
+    unsigned n_incoming;               /* their number (bounded) */
     struct mraft__transport *(*lookup)(struct mraft__net *net, uint64_t group_id);
     void *data;                        /* the host */
     void (*closed_cb)(struct mraft__net *net);

@@ -54,8 +54,6 @@ struct mraft__conn {
     struct mraft__conn *prev, *next; /* t->connecting list */
 };
 
-static unsigned n_incoming;
-
 int mraft__parse_address(const char *address, struct sockaddr_in *sa)
 {
     char host[MRAFT__ADDR_MAX];
@@ -84,7 +82,7 @@ static void incoming_unlink(struct mraft__incoming *in)
     if (in->next != NULL)
         in->next->prev = in->prev;
     in->prev = in->next = NULL;
-    n_incoming--;
+    in->net->n_incoming--;
 }
 
 static void on_incoming_closed(uv_handle_t *h)
@@ -186,8 +184,8 @@ static void on_connection(uv_stream_t *listener, int status)
     if (net->incoming != NULL)
         net->incoming->prev = in;
     net->incoming = in;
-    n_incoming++;
-    if (uv_accept(listener, (uv_stream_t *)in->tcp) != 0 || n_incoming > MAX_INCOMING) {
+    net->n_incoming++;
+    if (uv_accept(listener, (uv_stream_t *)in->tcp) != 0 || net->n_incoming > MAX_INCOMING) {
         incoming_close(in);
         return;
     }
