@@ -171,6 +171,7 @@ struct xml_ctx {
     struct mg_arena *a;
     struct gw_xml_node *root;
     struct gw_xml_node *cur; /* innermost open element */
+    struct gw_xml_node *last[GW_XML_DEPTH_MAX + 1]; /* last child of the open element at depth i */
     struct mg_buf text;      /* character data of cur since its last child */
     size_t nodes;
     size_t depth;
@@ -187,7 +188,7 @@ static void stop(struct xml_ctx *x, const char *why)
 static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
     struct xml_ctx *x = ud;
-    struct gw_xml_node *n, **tail;
+    struct gw_xml_node *n;
     const char *local = strrchr(name, ':');
     (void)attrs;
     if (x->why != NULL)
@@ -207,13 +208,14 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
     n->name.base = mg_arena_dup(x->a, local, n->name.len);
     n->text.base = "";
     n->parent = x->cur;
-    if (x->cur == NULL) {
+    /* Append in O(1): a walk to the tail made 200,000 siblings cost 2e10 steps on the loop. */
+    if (x->cur == NULL)
         x->root = n;
-    } else {
-        for (tail = &x->cur->child; *tail != NULL; tail = &(*tail)->next)
-            ;
-        *tail = n;
-    }
+    else if (x->cur->child == NULL)
+        x->cur->child = n;
+    else
+        x->last[x->depth - 1]->next = n;
+    x->last[x->depth - 1] = n;
     x->cur = n;
     x->text.len = 0;
 }
@@ -555,21 +557,21 @@ int gw_xml_parse_tagging(struct mg_str body, size_t max, struct mg_arena *a,
     return 0;
 }
 
-/* Form-decode (percent escapes, '+' = space) into the arena. */
+/* Form-decode (percent escapes, '+' = space) into the arena. '+' becomes a space before the
+ * escapes are undone, so an encoded plus ("%2B", how SDKs send a literal '+') stays a '+'. */
 static int form_decode(struct mg_str in, struct mg_arena *a, struct mg_str *out)
 {
     struct mg_buf b;
-    char *p;
+    char *plus = mg_arena_dup(a, in.base ? in.base : "", in.len);
     size_t i;
     int rv;
+    for (i = 0; i < in.len; i++)
+        if (plus[i] == '+')
+            plus[i] = ' ';
     mg_buf_init(&b);
-    rv = mg_uri_decode(in, &b);
+    rv = mg_uri_decode((struct mg_str){plus, in.len}, &b);
     if (rv == 0) {
-        p = mg_arena_dup(a, b.base ? b.base : "", b.len);
-        for (i = 0; i < b.len; i++)
-            if (p[i] == '+')
-                p[i] = ' ';
-        out->base = p;
+        out->base = mg_arena_dup(a, b.base ? b.base : "", b.len);
         out->len = b.len;
     }
     mg_buf_close(&b);

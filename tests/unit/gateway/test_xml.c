@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -217,6 +218,39 @@ static void test_depth_limit(void **state)
     for (i = 0; i < GW_XML_DEPTH_MAX + 1; i++)
         mg_buf_appendf(&b, "</a>");
     assert_int_equal(gw_xml_parse(buf_str(&b), *state, &root, NULL), MG_EMALFORMEDXML);
+    mg_buf_close(&b);
+}
+
+/* The node budget is reachable with siblings alone, and parsing it must stay linear: appending
+ * each child by walking its siblings took minutes of loop time for GW_XML_NODES_MAX - 1 of
+ * them (a 0.8 MB DeleteObjects body). Also checks document order survives the O(1) append. */
+static void test_many_siblings_linear(void **state)
+{
+    struct mg_buf b;
+    struct gw_xml_node *root;
+    const struct gw_xml_node *c;
+    struct timespec t0, t1;
+    size_t i, n = GW_XML_NODES_MAX - 1; /* n + 1 elements in all: the budget */
+    mg_buf_init(&b);
+    mg_buf_appendf(&b, "<Delete><x><y>1</y><z>2</z></x>");
+    for (i = 1; i < n - 3; i++)
+        mg_buf_append(&b, "<a/>", 4);
+    mg_buf_appendf(&b, "<last>end</last></Delete>");
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(gw_xml_parse(buf_str(&b), *state, &root, NULL), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 3000);
+    c = root->child;
+    assert_int_equal(c->name.len, 1);
+    assert_memory_equal(c->name.base, "x", 1);
+    assert_memory_equal(c->child->name.base, "y", 1);
+    assert_memory_equal(c->child->next->name.base, "z", 1);
+    assert_null(c->child->next->next);
+    for (i = 1; c->next != NULL; i++)
+        c = c->next;
+    assert_int_equal(i, n - 2); /* x, n - 4 a, last: with Delete, y and z, n + 1 nodes */
+    assert_memory_equal(c->name.base, "last", 4);
+    assert_memory_equal(c->text.base, "end", 3);
     mg_buf_close(&b);
 }
 
@@ -431,6 +465,10 @@ static void test_tagging_query(void **state)
     assert_string_equal(t[1].v.base, "v 2");
     assert_int_equal(t[2].v.len, 0);
     assert_string_equal(t[3].k.base, "noval");
+    /* An encoded '+' is a plus (boto3 sends Tagging="k=a%2Bb" for the value "a+b"). */
+    assert_int_equal(gw_tagging_query_parse(S("k=a%2Bb+c"), 10, *state, &t, &n, NULL), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(t[0].v.base, "a+b c");
     assert_int_equal(gw_tagging_query_parse(S(""), 10, *state, &t, &n, NULL), 0);
     assert_int_equal(n, 0);
     assert_int_equal(gw_tagging_query_parse(S("a=1&a=2"), 10, *state, &t, &n, NULL),
@@ -558,6 +596,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_xxe_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_undeclared_entity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depth_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_siblings_linear, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_root, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_invalid, setup, teardown),
