@@ -126,7 +126,11 @@ static void parse_query(struct mg_arena *a, struct mg_str q, struct gw__route_ou
                 value.len = item.len - name.len - 1;
             }
             struct gw__qparam *p = &out->params[out->nparams++];
-            pct_decode(a, name, 1, 0, &p->name);
+            /* Names stay as sent: SigV2 signs only the sub-resources it finds by their raw
+             * name, so a decoded "%74agging" would turn a presigned GET into GetObjectTagging
+             * (or add response-* overrides) without touching the signature. S3 clients never
+             * escape these names (they are unreserved characters). */
+            p->name = name;
             pct_decode(a, value, 1, 0, &p->value);
         }
         start = end + 1;

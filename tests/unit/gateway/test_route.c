@@ -177,6 +177,14 @@ static void test_decode(void **state)
     assert_false(gw__qparam_get(o.params, o.nparams, "nope", &v));
     assert_int_equal(o.query.len, strlen("prefix=x+y%2Bz&marker"));
     assert_int_equal(o.path.len, 6);
+    /* Parameter names are not decoded: SigV2 signs sub-resources by their raw name, so an
+     * escaped "tagging" or "response-content-type" must select nothing. */
+    assert_int_equal(route("GET", "h", "/b/k?%74agging&%72esponse-content-type=x", "", 0, &a, &o),
+                     0);
+    assert_int_equal(o.op, GW_OP_GET_OBJECT);
+    assert_false(gw__qparam_get(o.params, o.nparams, "response-content-type", &v));
+    assert_int_equal(route("GET", "h", "/b?%61cl", "", 0, &a, &o), 0);
+    assert_int_equal(o.op, GW_OP_LIST_OBJECTS);
     /* Keys keep slashes, empty segments and trailing slashes. */
     assert_int_equal(route("PUT", "h", "/b//a//b/", "", 0, &a, &o), 0);
     assert_int_equal(o.key.len, 6);
