@@ -173,31 +173,6 @@ void gw_respond_xml(struct gw_request *r, int status, const struct mg_buf *xml)
     gw_respond(r, status, "application/xml", (struct mg_str){xml->base, xml->len});
 }
 
-static void xml_escape(struct mg_buf *b, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        switch (s[i]) {
-        case '&':
-            mg_buf_append(b, "&amp;", 5);
-            break;
-        case '<':
-            mg_buf_append(b, "&lt;", 4);
-            break;
-        case '>':
-            mg_buf_append(b, "&gt;", 4);
-            break;
-        case '"':
-            mg_buf_append(b, "&quot;", 6);
-            break;
-        case '\'':
-            mg_buf_append(b, "&apos;", 6);
-            break;
-        default:
-            mg_buf_append(b, s + i, 1);
-        }
-    }
-}
-
 /* What a client may read for an internal cause (STYLE.md 3: logs keep the cause). */
 static const char *client_message(int rv, const char *errmsg)
 {
@@ -257,21 +232,21 @@ void gw_respond_error(struct gw_request *r, int rv)
     mg_buf_append(&b, code, strlen(code));
     mg_buf_append(&b, "</Code><Message>", 16);
     const char *msg = client_message(rv, r->errmsg);
-    xml_escape(&b, msg, strlen(msg));
+    gw_xml_escape(&b, (struct mg_str){msg, strlen(msg)});
     mg_buf_append(&b, "</Message>", 10);
     if (r->bucket.len > 0 && (rv == MG_ENOSUCHBUCKET || rv == MG_EBUCKETEXISTS ||
                               rv == MG_EBUCKETOWNED || rv == MG_EBUCKETNOTEMPTY)) {
         mg_buf_append(&b, "<BucketName>", 12);
-        xml_escape(&b, r->bucket.base, r->bucket.len);
+        gw_xml_escape(&b, r->bucket); /* control bytes as &#x..; */
         mg_buf_append(&b, "</BucketName>", 13);
     }
     if (r->key.len > 0 && rv == MG_ENOSUCHKEY) {
         mg_buf_append(&b, "<Key>", 5);
-        xml_escape(&b, r->key.base, r->key.len);
+        gw_xml_escape(&b, r->key);
         mg_buf_append(&b, "</Key>", 6);
     }
     mg_buf_append(&b, "<Resource>", 10);
-    xml_escape(&b, r->core.path.base, r->core.path.len);
+    gw_xml_escape(&b, r->core.path);
     mg_buf_append(&b, "</Resource><RequestId>", 22);
     mg_buf_append(&b, r->request_id, strlen(r->request_id));
     mg_buf_append(&b, "</RequestId><HostId>", 20);

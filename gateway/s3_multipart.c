@@ -103,6 +103,17 @@ void gw__s3_mpu_upload_part(struct gw_request *r)
     memset(&part, 0, sizeof(part));
     if ((rv = gw__s3_store_body(r, &part.data, &res)) != 0)
         goto fail;
+    if (tmpl.cksum_algo != MG_CKSUM_NONE && res.cksum_algo != tmpl.cksum_algo) {
+        /* A part declaring another algorithm would be stored under the upload's (a SHA-256
+         * listed as ChecksumCRC32) and poison the composite checksum; S3 refuses it. */
+        meta_data_release(r->ms, &part.data);
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum "
+                 "Type: %s",
+                 mg_cksum_algo_name(tmpl.cksum_algo), mg_cksum_algo_name(res.cksum_algo));
+        rv = MG_EINVALIDREQUEST;
+        goto fail;
+    }
     part.number = n;
     part.size = res.size;
     part.etag = gw__s3_hex_md5(r, res.md5);
