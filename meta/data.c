@@ -47,6 +47,9 @@ static int switch_to_blob(struct meta_data_writer *w)
 int meta_data_writer_create(struct meta_store *ms, uint64_t size_hint,
                             struct meta_data_writer **out)
 {
+    /* Reap retired blobs that are due before taking new space: on a full disk the PUTs that
+     * follow a DELETE are what must find the space again, and they retire nothing. */
+    meta__free_reap(ms, 0);
     struct meta_data_writer *w = mg_calloc(1, sizeof(*w));
     w->ms = ms;
     w->size_hint = size_hint;

@@ -116,6 +116,26 @@ static void test_free_grace(void **state)
     assert_int_equal(freed_bytes(f) - before, sizeof(a) + sizeof(b));
 }
 
+/* On a full disk the PUTs after a DELETE retire nothing: starting a write must reap what
+ * is due, or the space never comes back (tests/integration/test_diskfull.py). */
+static void test_free_grace_reaped_by_writer(void **state)
+{
+    struct fx *f = *state;
+    char a[3000];
+    fx_fill(a, sizeof(a), 8);
+    f->ms->free_grace_ms = 100;
+    assert_int_equal(fx_put(f, BKT, S("k"), a, sizeof(a), NULL), 0);
+    assert_int_equal(meta_object_delete(f->ms, BKT, S("k"), NULL), 0);
+    assert_int_equal(f->ms->frees.n, 1);
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(f->ms->frees.n, 1); /* nothing reaps on its own */
+    struct meta_data_writer *w;
+    assert_int_equal(meta_data_writer_create(f->ms, 0, &w), 0);
+    assert_int_equal(f->ms->frees.n, 0);
+    meta_data_writer_abort(w);
+}
+
 static void test_delete_many(void **state)
 {
     struct fx *f = *state;
@@ -317,6 +337,7 @@ int test_object_run(void)
         cmocka_unit_test_setup_teardown(test_put_get, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_frees, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_free_grace, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_free_grace_reaped_by_writer, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_delete_many, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_conditional, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_update, fx_setup, fx_teardown),
