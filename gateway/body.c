@@ -136,6 +136,15 @@ static int feed_chunked(struct body *b)
         return MG_EAUTHHEADER;
     }
     int rv = feed(b, &c);
+    struct mg_str declared;
+    if (rv == 0 && c.trailer_name[0] == '\0' && mode != MG_CHUNKED_SIGNED &&
+        gw_header(r, "x-amz-trailer", &declared)) {
+        /* A declared trailer that never came would leave the body unverified. */
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "x-amz-trailer declares %.*s but the body has no trailer.", (int)declared.len,
+                 declared.base);
+        rv = MG_EINVALIDREQUEST;
+    }
     if (rv == 0 && c.trailer_name[0] != '\0') {
         struct mg_str tn = {c.trailer_name, strlen(c.trailer_name)};
         enum mg_cksum_algo ta = mg_cksum_algo_parse(tn);
@@ -154,10 +163,12 @@ static int feed_chunked(struct body *b)
         return rv;
     struct mg_str dl;
     if (gw_header(r, "x-amz-decoded-content-length", &dl)) {
+        /* Digits only, at most 19 (no uint64_t wrap: "18446744073709551621" is not 5). */
         uint64_t want = 0;
-        for (size_t i = 0; i < dl.len && dl.base[i] >= '0' && dl.base[i] <= '9'; i++)
+        size_t i;
+        for (i = 0; i < dl.len && i < 19 && dl.base[i] >= '0' && dl.base[i] <= '9'; i++)
             want = want * 10 + (uint64_t)(dl.base[i] - '0');
-        if (want != b->size) {
+        if (dl.len == 0 || i != dl.len || want != b->size) {
             snprintf(r->errmsg, sizeof(r->errmsg),
                      "x-amz-decoded-content-length says %llu bytes, the body decoded to %llu.",
                      (unsigned long long)want, (unsigned long long)b->size);

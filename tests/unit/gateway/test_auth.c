@@ -451,6 +451,39 @@ static void test_body_digests(void **state)
                              "\r\nContent-Length: 5\r\n\r\nhello",
                              1, NULL),
                      MG_ECONTENTSHA);
+    /* aws-chunked: x-amz-decoded-content-length must be the decoded size, digit for digit
+     * (2^64 + 5 used to wrap to 5 and pass; "5x" passed as 5). */
+    assert_int_equal(run_raw("PUT /b/k HTTP/1.1\r\nHost: h\r\nx-amz-content-sha256: "
+                             "STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\nContent-Encoding: aws-chunked"
+                             "\r\nx-amz-decoded-content-length: 5\r\nContent-Length: 15\r\n\r\n"
+                             "5\r\nhello\r\n0\r\n\r\n",
+                             1, NULL),
+                     0);
+    assert_int_equal(run_raw("PUT /b/k HTTP/1.1\r\nHost: h\r\nx-amz-content-sha256: "
+                             "STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\nContent-Encoding: aws-chunked"
+                             "\r\nx-amz-decoded-content-length: 18446744073709551621\r\n"
+                             "Content-Length: 15\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+                             1, NULL),
+                     MG_EINCOMPLETEBODY);
+    assert_int_equal(run_raw("PUT /b/k HTTP/1.1\r\nHost: h\r\nx-amz-content-sha256: "
+                             "STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\nContent-Encoding: aws-chunked"
+                             "\r\nx-amz-decoded-content-length: 5x\r\nContent-Length: 15\r\n\r\n"
+                             "5\r\nhello\r\n0\r\n\r\n",
+                             1, NULL),
+                     MG_EINCOMPLETEBODY);
+    /* A declared trailer must arrive: without it the CRC32 would go unchecked. */
+    assert_int_equal(run_raw("PUT /b/k HTTP/1.1\r\nHost: h\r\nx-amz-content-sha256: "
+                             "STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\nContent-Encoding: aws-chunked"
+                             "\r\nx-amz-trailer: x-amz-checksum-crc32\r\n"
+                             "Content-Length: 15\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+                             1, NULL),
+                     MG_EINVALIDREQUEST);
+    assert_int_equal(run_raw("PUT /b/k HTTP/1.1\r\nHost: h\r\nx-amz-content-sha256: "
+                             "STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\nContent-Encoding: aws-chunked"
+                             "\r\nx-amz-trailer: x-amz-checksum-crc32\r\nContent-Length: 46\r\n"
+                             "\r\n5\r\nhello\r\n0\r\nx-amz-checksum-crc32:NhCmhg==\r\n\r\n",
+                             1, NULL),
+                     0);
     /* The caller asks for a checksum the request lacks: computed and returned. */
     struct gw_body_result res;
     memset(&res, 0, sizeof(res));
