@@ -8,7 +8,11 @@
 #
 # usage: tests/bench/compare.sh [--out FILE.md] [--duration S] [--size 1KiB]
 #                               [--concurrency N] [--rounds N] [--workloads "put get ..."]
-#                               [--peer-only]
+#                               [--delete-objects N] [--peer-delete-objects N] [--peer-only]
+#
+# delete consumes its prepared objects: metagate gets --delete-objects (200000) so its
+# run lasts more than a blink, RGW --peer-delete-objects (15000, more than it deletes
+# in 10 s), so neither side runs dry early and neither spends minutes preparing.
 # env:   BUILD (build dir, default <repo>/build), METAGATE, MGBENCH, PEER_DIR
 #        (/tmp/ceph-peer), PEERS (<repo>/../shared/peers), RGW_PORT (7480)
 #
@@ -37,6 +41,8 @@ CONC=20
 ROUNDS=2
 WORKLOADS="put get stat list delete mixed"
 PEER_ONLY=0
+DELETE_OBJECTS=200000
+PEER_DELETE_OBJECTS=15000
 while [ $# -gt 0 ]; do
     case "$1" in
     --out) OUT=$2; shift 2 ;;
@@ -46,7 +52,9 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
     --peer-only) PEER_ONLY=1; shift ;;
-    -h|--help) sed -n '3,19p' "$0"; exit 0 ;;
+    --delete-objects) DELETE_OBJECTS=$2; shift 2 ;;
+    --peer-delete-objects) PEER_DELETE_OBJECTS=$2; shift 2 ;;
+    -h|--help) sed -n '3,23p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -121,13 +129,19 @@ ROWS=$WORK/rows.md
 : >"$ROWS"
 for w in $WORKLOADS; do
     echo "compare.sh: $w" >&2
+    OBJ=()
+    PEER_OBJ=()
+    if [ "$w" = delete ]; then
+        OBJ=(--objects "$DELETE_OBJECTS" --vs-objects "$PEER_DELETE_OBJECTS")
+        PEER_OBJ=(--objects "$PEER_DELETE_OBJECTS")
+    fi
     if [ -n "$MG" ]; then
-        "$MGBENCH" --endpoint "$MG" --access-key "$AK" --secret-key "$SK" --vs "$RGW" --bucket "$BUCKET" \
+        "$MGBENCH" --endpoint "$MG" --access-key "$AK" --secret-key "$SK" --vs "$RGW" --bucket "$BUCKET" "${OBJ[@]}" \
             --size "$SIZE" --duration "$DURATION" --concurrency "$CONC" --rounds "$ROUNDS" \
             --md "$ROWS" --json "$WORK/$w.json" --no-progress "$w" >"$WORK/$w.txt" 2>&1 ||
             echo "compare.sh: $w failed (see $WORK/$w.txt)" >&2
     else
-        "$MGBENCH" --endpoint "$RGW" --access-key "$AK" --secret-key "$SK" --bucket "$BUCKET" \
+        "$MGBENCH" --endpoint "$RGW" --access-key "$AK" --secret-key "$SK" --bucket "$BUCKET" "${PEER_OBJ[@]}" \
             --size "$SIZE" --duration "$DURATION" --concurrency "$CONC" --rounds "$ROUNDS" \
             --md "$ROWS" --json "$WORK/$w.json" --no-progress "$w" >"$WORK/$w.txt" 2>&1 ||
             echo "compare.sh: $w failed (see $WORK/$w.txt)" >&2
@@ -139,13 +153,14 @@ done
     echo "mgbench: $SIZE objects, $CONC connections, $(nproc) threads, ${DURATION} s per round, $ROUNDS rounds per endpoint"
     if [ -n "$MG" ]; then
         echo "alternating A B A B (A = metagate $MG, B = Ceph RGW 16.2 $RGW). Server, peer and"
-        echo "client share the machine. DELETE is DeleteObjects of 100 keys (objects/s)."
+        echo "client share the machine. DELETE is DeleteObjects of 100 keys (objects/s), over"
+        echo "$DELETE_OBJECTS prepared objects on metagate and $PEER_DELETE_OBJECTS on RGW."
         echo
         echo "| workload | op | metagate ops/s | p50 ms | p99 ms | errors | RGW ops/s | p50 ms | p99 ms | errors | metagate/RGW |"
         echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     else
         echo "metagate was NOT measured (not usable); Ceph RGW 16.2 alone at $RGW."
-        echo "DELETE is DeleteObjects of 100 keys (objects/s)."
+        echo "DELETE is DeleteObjects of 100 keys (objects/s), over $PEER_DELETE_OBJECTS prepared objects."
         echo
         echo "| workload | op | RGW ops/s | p50 ms | p99 ms | errors |"
         echo "|---|---|---:|---:|---:|---:|"

@@ -24,7 +24,7 @@
 
 struct opts {
     const char *endpoint, *access_key, *secret_key;
-    const char *vs, *vs_access_key, *vs_secret_key;
+    const char *vs, *vs_access_key, *vs_secret_key, *vs_objects;
     const char *json, *csv, *plot, *md, *workload_file;
     const char *size, *objects, *prefixes, *batch, *list_max;
     int list_workloads;
@@ -46,6 +46,8 @@ static void usage(FILE *f)
             "  --bucket B             bucket, created if missing (mgbench)\n"
             "  --vs URL2              also run against URL2, rounds alternate A B A B, print A/B\n"
             "  --vs-access-key K, --vs-secret-key S   credentials of URL2 (default: A's)\n"
+            "  --vs-objects N         objects to prepare on URL2 (default: --objects); for\n"
+            "                         consumer workloads (delete) on servers of unequal speed\n"
             "load:\n"
             "  --duration S           timed run per round, seconds (10; warp: 5 min)\n"
             "  --concurrency N        connections in total, one request in flight each (20)\n"
@@ -127,7 +129,7 @@ static int parse_double(const char *s, const char *what, double *out)
 }
 
 enum {
-    O_ENDPOINT = 256, O_AK, O_SK, O_REGION, O_BUCKET, O_VS, O_VSAK, O_VSSK, O_DURATION, O_CONC,
+    O_ENDPOINT = 256, O_AK, O_SK, O_REGION, O_BUCKET, O_VS, O_VSAK, O_VSSK, O_VSOBJ, O_DURATION, O_CONC,
     O_THREADS, O_ROUNDS, O_OBJECTS, O_SIZE, O_PREFIXES, O_BATCH, O_LISTMAX, O_RATE, O_RATECAP,
     O_TIMEOUT, O_PATH, O_NOCLEAN, O_SEED, O_WFILE, O_JSON, O_CSV, O_PLOT, O_MD, O_NOPROGRESS,
     O_LIST, O_HELP
@@ -137,6 +139,7 @@ static const struct option long_opts[] = {
     {"endpoint", 1, 0, O_ENDPOINT}, {"access-key", 1, 0, O_AK}, {"secret-key", 1, 0, O_SK},
     {"region", 1, 0, O_REGION}, {"bucket", 1, 0, O_BUCKET}, {"vs", 1, 0, O_VS},
     {"vs-access-key", 1, 0, O_VSAK}, {"vs-secret-key", 1, 0, O_VSSK},
+    {"vs-objects", 1, 0, O_VSOBJ},
     {"duration", 1, 0, O_DURATION}, {"concurrency", 1, 0, O_CONC}, {"threads", 1, 0, O_THREADS},
     {"rounds", 1, 0, O_ROUNDS}, {"objects", 1, 0, O_OBJECTS}, {"size", 1, 0, O_SIZE},
     {"prefixes", 1, 0, O_PREFIXES}, {"batch", 1, 0, O_BATCH}, {"list-max", 1, 0, O_LISTMAX},
@@ -158,6 +161,7 @@ static int parse_opt(int c, const char *a, struct opts *o, struct mgb_config *cf
     case O_VS: o->vs = a; return 0;
     case O_VSAK: o->vs_access_key = a; return 0;
     case O_VSSK: o->vs_secret_key = a; return 0;
+    case O_VSOBJ: o->vs_objects = a; return 0;
     case O_DURATION: return parse_double(a, "duration", &cfg->duration_s);
     case O_CONC: return parse_uint(a, "concurrency", &cfg->concurrency);
     case O_THREADS: return parse_uint(a, "threads", &cfg->threads);
@@ -322,11 +326,11 @@ static int one_round(const struct mgb_config *cfg, unsigned e, unsigned round, c
     struct mgb_result prep;
     int rv = 0;
     mgb_result_init(&prep);
-    if (cfg->w.objects) {
+    if (mgb_run_objects(run)) {
         uint64_t t0 = mgb_now_ns();
         rv = mgb_run_phase(run, MGB_PHASE_PREPARE, &prep);
         fprintf(stderr, "%s prepare: %zu/%" PRIu64 " objects in %.1f s, %" PRIu64 " errors%s%s\n",
-                ep->label, mgb_run_pool_size(run), cfg->w.objects,
+                ep->label, mgb_run_pool_size(run), mgb_run_objects(run),
                 (double)(mgb_now_ns() - t0) / 1e9, mgb_result_total_errors(&prep),
                 prep.first_error[MGB_OP_PUT][0] ? ": " : "", prep.first_error[MGB_OP_PUT]);
     }
@@ -384,6 +388,14 @@ int main(int argc, char **argv)
                            o.vs_secret_key ? o.vs_secret_key : o.secret_key, "B") != 0)
             return 2;
         cfg.nep = 2;
+        if (o.vs_objects) {
+            char *end;
+            cfg.ep[1].objects = strtoull(o.vs_objects, &end, 10);
+            if (end == o.vs_objects || *end) {
+                fprintf(stderr, "mgbench: bad --vs-objects: %s\n", o.vs_objects);
+                return 2;
+            }
+        }
         if (cfg.rounds == 0)
             cfg.rounds = 2;
     }

@@ -269,6 +269,8 @@ int mgb_report_json(const char *path, const struct mgb_report *rep)
                "\"size_bytes\": %" PRIu64 ", \"objects\": %" PRIu64 ", \"prefixes\": %u, ",
             cfg->duration_s, cfg->rounds, cfg->concurrency, cfg->threads, cfg->w.size_bytes,
             cfg->w.objects, cfg->w.prefixes);
+    if (rep->nep == 2 && cfg->ep[1].objects)
+        fprintf(f, "\"vs_objects\": %" PRIu64 ", ", cfg->ep[1].objects);
     json_endpoint(f, rep, 0);
     if (rep->nep == 2) {
         fprintf(f, ", \"vs\": {");

@@ -136,6 +136,7 @@ struct mgb_run {
     size_t body_len;
     char body_sha[MG_SHA256_HEX_LEN + 1];
     int64_t key_epoch_s;       /* base time of time-shaped keys */
+    uint64_t objects;          /* objects the prepare phase creates */
     pthread_barrier_t barrier;
 };
 
@@ -941,13 +942,12 @@ static void build_op(struct thr *t, struct conn *c, enum mgb_lop lop)
 /* Start the next operation of the current phase on c. Returns 1 if one was started. */
 static int issue(struct thr *t, struct conn *c)
 {
-    const struct mgb_workload *w = &t->run->cfg->w;
     enum mgb_lop lop;
     if (t->failed)
         return 0;
     switch (t->phase) {
     case MGB_PHASE_PREPARE:
-        if (t->prep_next >= w->objects)
+        if (t->prep_next >= t->run->objects)
             return 0;
         c->id = t->prep_next;
         t->prep_next += t->run->nthreads;
@@ -1246,6 +1246,7 @@ struct mgb_run *mgb_run_create(const struct mgb_config *cfg, const struct mgb_en
     run->round = round;
     snprintf(run->prefix, sizeof(run->prefix), "%s", prefix);
     run->key_epoch_s = (int64_t)time(NULL);
+    run->objects = ep->objects ? ep->objects : cfg->w.objects;
     run->nthreads = cfg->threads < cfg->concurrency ? cfg->threads : cfg->concurrency;
     assert(run->nthreads > 0);
     struct mgb_rng rng;
@@ -1279,7 +1280,7 @@ struct mgb_run *mgb_run_create(const struct mgb_config *cfg, const struct mgb_en
             c->cap = mg_malloc(CAP_BYTES);
             c->batch = mg_malloc(cfg->w.batch * sizeof(*c->batch));
         }
-        t->next_id = cfg->w.objects + i;
+        t->next_id = run->objects + i;
         t->prep_next = i;
         t->date_min = -1;
         t->cache = mg_calloc(CACHE_SLOTS, sizeof(*t->cache));
@@ -1432,6 +1433,11 @@ int mgb_run_phase(struct mgb_run *run, enum mgb_phase phase, struct mgb_result *
         return -1;
     }
     return 0;
+}
+
+uint64_t mgb_run_objects(const struct mgb_run *run)
+{
+    return run->objects;
 }
 
 size_t mgb_run_pool_size(const struct mgb_run *run)

@@ -25,6 +25,7 @@ struct mgb_endpoint {
     char access_key[128];
     char secret_key[128];
     char label[8];                /* "A" / "B" */
+    uint64_t objects;             /* objects to prepare here; 0: the workload's */
 };
 
 struct mgb_config {
@@ -83,6 +84,8 @@ struct mgb_run *mgb_run_create(const struct mgb_config *cfg, const struct mgb_en
  * connection could be opened. */
 int mgb_run_phase(struct mgb_run *run, enum mgb_phase phase, struct mgb_result *res);
 void mgb_run_destroy(struct mgb_run *run);
+/* Objects the prepare phase of this run creates (the endpoint's override or the workload's). */
+uint64_t mgb_run_objects(const struct mgb_run *run);
 /* Objects known to exist (created and not deleted) after the last phase. */
 size_t mgb_run_pool_size(const struct mgb_run *run);
 
