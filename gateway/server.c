@@ -453,6 +453,7 @@ err_after_tls:
     if (srv->ssl_ctx != NULL)
         SSL_CTX_free(srv->ssl_ctx);
 err_after_conf:
+    h2o_config_dispose(&srv->globalconf);
     mg_free(srv->users);
     mg_free(srv);
     assert(rv != 0);
