@@ -367,16 +367,17 @@ void gw__s3_object_tagging(struct gw_request *r)
 {
     struct meta_bucket b;
     struct meta_object o, upd;
-    int rv;
-    if (r->op == GW_OP_GET_OBJECT_TAGGING) {
-        if ((rv = gw__s3_object_load(r, r->bucket, r->key, &b, &o)) != 0)
-            gw__s3_fail(r, rv, NULL);
-        else
-            gw__s3_emit_tagging(r, o.tags, o.ntags);
+    int rv = gw__s3_object_load(r, r->bucket, r->key, &b, &o);
+    /* No canned ACL grants s3:{Get,Put,Delete}ObjectTagging (S3 User Guide, "Mapping of ACL
+     * permissions and access policy permissions"): the bucket owner and the object owner only.
+     * A public-read object's READ or a public-read-write bucket's WRITE is not enough. */
+    if (rv == 0 && !gw__s3_is_owner(r, b.owner) && !gw__s3_is_owner(r, o.owner))
+        rv = MG_EACCESSDENIED;
+    if (rv == 0 && r->op == GW_OP_GET_OBJECT_TAGGING) {
+        gw__s3_emit_tagging(r, o.tags, o.ntags);
         return;
     }
     memset(&upd, 0, sizeof(upd)); /* DeleteObjectTagging: an empty set */
-    rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b);
     if (rv == 0 && r->op == GW_OP_PUT_OBJECT_TAGGING)
         rv = gw__s3_read_tagging(r, GW_OBJECT_TAGS_MAX, &upd.tags, &upd.ntags);
     if (rv == 0)

@@ -27,6 +27,10 @@
 
 #define AK "AKIDTESTSERVER"
 #define SK "test-secret-key-0123456789"
+#define AK2 "AKIDTESTOTHER"
+#define SK2 "other-secret-key-0123456789"
+
+static const char *sign_ak = AK, *sign_sk = SK; /* who http() signs as */
 
 static char dir[64];
 static struct mg_config cfg;
@@ -118,8 +122,9 @@ static void http(const char *method, const char *target, const char *extra, cons
         };
         struct mg_buf auth;
         mg_buf_init(&auth);
-        mg_sigv4_sign_header(&sr, (struct mg_str){AK, sizeof(AK) - 1},
-                             (struct mg_str){SK, sizeof(SK) - 1}, (struct mg_str){"us-east-1", 9},
+        mg_sigv4_sign_header(&sr, (struct mg_str){sign_ak, strlen(sign_ak)},
+                             (struct mg_str){sign_sk, strlen(sign_sk)},
+                             (struct mg_str){"us-east-1", 9},
                              (struct mg_str){date, 16}, (struct mg_str){sh, strlen(sh)},
                              (struct mg_str){sha, 64}, &auth);
         mg_buf_appendf(&req,
@@ -184,7 +189,8 @@ static int setup(void **state)
     mg_config_init(&cfg);
     static const char json[] = "{\"listen\": \"127.0.0.1:0\", \"threads\": 2, \"log_level\": "
                                "\"error\", \"users\": [{\"name\": \"main\", \"access_key\": \"" AK
-                               "\", \"secret_key\": \"" SK "\"}]}";
+                               "\", \"secret_key\": \"" SK "\"}, {\"name\": \"other\", "
+                               "\"access_key\": \"" AK2 "\", \"secret_key\": \"" SK2 "\"}]}";
     mg_config_set_data_dir(&cfg, data);
     if (mg_config_parse(&cfg, json, sizeof(json) - 1, errmsg) != 0 ||
         mg_config_finish(&cfg, errmsg) != 0 || mg_log_set_level(cfg.log_level) != 0 ||
@@ -401,6 +407,55 @@ static void test_create_fails_on_locked_dir(void **state)
     assert_true(errmsg[0] != '\0');
 }
 
+/* Object tagging is the bucket owner's and the object owner's: another user may read a
+ * public-read object and write into a public-read-write bucket, but neither grant covers
+ * Get/Put/DeleteObjectTagging (before, both were let through). */
+static void test_tagging_owner_only(void **state)
+{
+    (void)state;
+    struct resp r;
+    http("PUT", "/tag-bucket", "x-amz-acl: public-read-write\r\n", "", 0, 1, &r);
+    assert_int_equal(r.status, 200);
+    resp_close(&r);
+    http("PUT", "/tag-bucket/o", "x-amz-acl: public-read\r\nx-amz-tagging: secret=1\r\n", "x",
+         1, 1, &r);
+    assert_int_equal(r.status, 200);
+    resp_close(&r);
+    static const char tags[] = "<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag>"
+                               "</TagSet></Tagging>";
+    sign_ak = AK2, sign_sk = SK2;
+    http("GET", "/tag-bucket/o", NULL, NULL, 0, 1, &r); /* READ: granted */
+    assert_int_equal(r.status, 200);
+    resp_close(&r);
+    http("GET", "/tag-bucket/o?tagging", NULL, NULL, 0, 1, &r);
+    assert_error(&r, 403, "AccessDenied");
+    resp_close(&r);
+    http("PUT", "/tag-bucket/o?tagging", NULL, tags, sizeof(tags) - 1, 1, &r);
+    assert_error(&r, 403, "AccessDenied");
+    resp_close(&r);
+    http("DELETE", "/tag-bucket/o?tagging", NULL, NULL, 0, 1, &r);
+    assert_error(&r, 403, "AccessDenied");
+    resp_close(&r);
+    http("GET", "/tag-bucket/o?tagging", NULL, NULL, 0, 0, &r); /* anonymous */
+    assert_error(&r, 403, "AccessDenied");
+    resp_close(&r);
+    /* Their own object in the same bucket is theirs to tag. */
+    http("PUT", "/tag-bucket/mine", NULL, "y", 1, 1, &r);
+    assert_int_equal(r.status, 200);
+    resp_close(&r);
+    http("PUT", "/tag-bucket/mine?tagging", NULL, tags, sizeof(tags) - 1, 1, &r);
+    assert_int_equal(r.status, 200);
+    resp_close(&r);
+    sign_ak = AK, sign_sk = SK;
+    http("GET", "/tag-bucket/o?tagging", NULL, NULL, 0, 1, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "<Key>secret</Key>"));
+    resp_close(&r);
+    http("PUT", "/tag-bucket/mine?tagging", NULL, tags, sizeof(tags) - 1, 1, &r);
+    assert_int_equal(r.status, 200); /* the bucket owner too */
+    resp_close(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -409,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_object_round_trip),
         cmocka_unit_test(test_part_checksum_mismatch),
         cmocka_unit_test(test_create_fails_on_locked_dir),
+        cmocka_unit_test(test_tagging_owner_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
