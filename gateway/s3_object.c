@@ -141,6 +141,8 @@ static int plan_part(struct gw_request *r, const struct meta_object *o, struct g
     for (i = 0; i + 1 < (size_t)p->part; i++)
         p->off += o->parts[i].size;
     p->len = o->parts[p->part - 1].size;
+    if (p->off > o->size || p->len > o->size - p->off)
+        return MG_ECORRUPT; /* stored part sizes disagree with the object: disk data, no assert */
     p->status = 206;
     p->cksum_value = o->parts[p->part - 1].checksum;
     return 0;
