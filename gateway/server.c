@@ -289,6 +289,31 @@ static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
     return 0;
 }
 
+/* SO_REUSEPORT lets a second metagate (same uid, other data dir) bind the same port, and the
+ * kernel then splits connections between the two processes: clients would see buckets come
+ * and go. Before the loops bind, a plain socket (SO_REUSEADDR only, so TIME_WAIT from a
+ * previous run does not count) must be able to bind the address; Linux refuses that while
+ * anything listens there. Port 0 always gets a fresh port. */
+static int port_unclaimed(const struct sockaddr_storage *ss, char *errmsg)
+{
+    uint16_t port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    if (port == 0)
+        return 0;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1, e = 0;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+        bind(fd, (const struct sockaddr *)ss,
+             ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) != 0)
+        e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (e == 0)
+        return 0;
+    snprintf(errmsg, MG_CONFIG_ERRMSG_LEN, "listen on port %u: %s%s", port, strerror(e),
+             e == EADDRINUSE ? " (another process listens there)" : "");
+    return MG_EIO;
+}
+
 static int listen_on(struct gw__loop *l, struct sockaddr_storage *ss, char *errmsg)
 {
     int e = uv_tcp_init_ex(&l->loop, &l->listener, ss->ss_family);
@@ -421,7 +446,8 @@ int gw_server_create(const struct mg_config *cfg, struct gw_server **out, char *
     struct sockaddr_storage ss;
     if (cfg->tls_cert_file != NULL && (rv = tls_init(srv, cfg, errmsg)) != 0)
         goto err_after_conf;
-    if ((rv = resolve(cfg->listen_host, cfg->listen_port, &ss, errmsg)) != 0)
+    if ((rv = resolve(cfg->listen_host, cfg->listen_port, &ss, errmsg)) != 0 ||
+        (rv = port_unclaimed(&ss, errmsg)) != 0)
         goto err_after_tls;
     struct meta_opts mo = {
         .data_dir = cfg->data_dir, .wal = 1, .inline_max_bytes = cfg->inline_max_bytes};

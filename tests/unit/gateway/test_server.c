@@ -407,6 +407,31 @@ static void test_create_fails_on_locked_dir(void **state)
     assert_true(errmsg[0] != '\0');
 }
 
+/* A second server with another data dir on the same port must refuse to start: with
+ * SO_REUSEPORT the kernel would otherwise split connections between the two processes
+ * (seen: half of the HeadBucket calls of one client got 404 from the other store). */
+static void test_create_fails_on_port_in_use(void **state)
+{
+    (void)state;
+    char data[160], errmsg[MG_CONFIG_ERRMSG_LEN] = "";
+    snprintf(data, sizeof(data), "%s/data2", dir);
+    struct mg_config c2;
+    mg_config_init(&c2);
+    char json[256];
+    int n = snprintf(json, sizeof(json),
+                     "{\"listen\": \"127.0.0.1:%u\", \"users\": [{\"name\": \"main\", "
+                     "\"access_key\": \"" AK "\", \"secret_key\": \"" SK "\"}]}",
+                     (unsigned)gw_server_port(srv));
+    mg_config_set_data_dir(&c2, data);
+    assert_int_equal(mg_config_parse(&c2, json, (size_t)n, errmsg), 0);
+    assert_int_equal(mg_config_finish(&c2, errmsg), 0);
+    struct gw_server *second = NULL;
+    assert_int_not_equal(gw_server_create(&c2, &second, errmsg), 0);
+    assert_null(second);
+    assert_non_null(strstr(errmsg, "another process listens there"));
+    mg_config_close(&c2);
+}
+
 /* Object tagging is the bucket owner's and the object owner's: another user may read a
  * public-read object and write into a public-read-write bucket, but neither grant covers
  * Get/Put/DeleteObjectTagging (before, both were let through). */
@@ -464,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_object_round_trip),
         cmocka_unit_test(test_part_checksum_mismatch),
         cmocka_unit_test(test_create_fails_on_locked_dir),
+        cmocka_unit_test(test_create_fails_on_port_in_use),
         cmocka_unit_test(test_tagging_owner_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
