@@ -658,3 +658,8 @@ void mg_cksum_close(struct mg_cksum *c)
     c->md = NULL;
     c->algo = MG_CKSUM_NONE;
 }
+
+int mg_hex_value(int c)
+{
+    return mg__hexval(c);
+}

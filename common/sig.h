@@ -267,6 +267,8 @@ size_t mg_base64_encode(const uint8_t *in, size_t len, char *out); /* out: 4*cei
 /* Returns decoded length or -1 on invalid input. */
 long mg_base64_decode(struct mg_str in, uint8_t *out, size_t cap);
 void mg_hex_encode(const uint8_t *in, size_t len, char *out); /* lower hex + NUL */
+/* Value of one hex digit (either case), or -1. */
+int mg_hex_value(int c);
 void mg_sha256(const void *data, size_t len, uint8_t out[32]);
 void mg_hmac_sha256(const void *key, size_t klen, const void *data, size_t len, uint8_t out[32]);
 /* Constant-time equality of two equal-length strings; 0 if lengths differ. */

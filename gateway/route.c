@@ -31,17 +31,6 @@ const char *gw_op_label(enum gw_op op)
     return op_labels[op];
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decode s into the arena. plus_is_space for query components. Returns 0, or -1 on a
  * bad escape (strict) — query components are decoded leniently (bad escapes kept). */
 static int pct_decode(struct mg_arena *a, struct mg_str s, int plus_is_space, int strict,
@@ -59,8 +48,8 @@ static int pct_decode(struct mg_arena *a, struct mg_str s, int plus_is_space, in
         if (c == '%') {
             int hi = -1, lo = -1;
             if (i + 2 < s.len) {
-                hi = hexval(s.base[i + 1]);
-                lo = hexval(s.base[i + 2]);
+                hi = mg_hex_value(s.base[i + 1]);
+                lo = mg_hex_value(s.base[i + 2]);
             }
             if (hi < 0 || lo < 0) {
                 if (strict)

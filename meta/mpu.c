@@ -316,17 +316,6 @@ static int match_parts(const struct meta_part *want, size_t nwant, const struct 
     return 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* "md5-of-md5s": hex(md5(concat of the parts' binary md5s)) + "-N". */
 static struct mg_str multipart_etag(const struct meta_part *const *parts, size_t n,
                                     struct mg_arena *a)
@@ -338,7 +327,7 @@ static struct mg_str multipart_etag(const struct meta_part *const *parts, size_t
         uint8_t bin[16];
         int ok = e.len == 32;
         for (size_t k = 0; ok && k < 16; k++) {
-            int hi = hexval(e.base[2 * k]), lo = hexval(e.base[2 * k + 1]);
+            int hi = mg_hex_value(e.base[2 * k]), lo = mg_hex_value(e.base[2 * k + 1]);
             ok = hi >= 0 && lo >= 0;
             bin[k] = (uint8_t)(hi << 4 | lo);
         }
