@@ -14,10 +14,11 @@
  * issue moves fsync to a syncer thread (responses sent from the loop after
  * the commit, requests guarded with h2o_mem_alloc_shared) and the default
  * back to one loop per core. Large GET reads (pread of <= 1 MiB slices)
- * also run on the loop for now. Measured on the 2-core box (mgbench, 1 KiB,
- * 2026-11-30): 4 loops 3.7k PUT/s and 40k GET/s; 16 loops (the default on
- * 2 cores) 9.6k PUT/s and 64k GET/s; 32 loops 9.1k PUT/s: past 8x cores the
- * group commit is full and more loops only add threads.
+ * also run on the loop for now. Measured on the 2-core box, 2026-11-30,
+ * `mgbench put --size 1KiB --concurrency 64 --duration 8 --rounds 2 --vs`
+ * with both servers up, rounds alternating: 16 loops (the default on 2 cores)
+ * 12.9k PUT/s, p50 4.4 ms; 4 loops 6.9k PUT/s, p50 8.6 ms (1.85x). An
+ * earlier, noisier run gave 32 loops no gain over 16.
  *
  * Request bodies: h2o buffers the whole entity before on_req; above 32 MiB
  * the buffer is an mmapped, unlinked temp file created from
