@@ -446,6 +446,14 @@ static uint64_t leader_hint(struct mraft_group *g)
     return id;
 }
 
+static void flush(struct mraft_group *g);
+
+/* Success runs inside libraft's replicationApply (applyCommand fires the
+ * callback after fsm->apply, before last_applied moves on; nothing there uses
+ * the log after the callback), so the next wave can be appended right here:
+ * raft_apply only appends to the in-memory log and queues the write. Failures
+ * come from appendLeaderCb before it truncates the log, where appending would
+ * be undone: those wait for the tick. */
 static void on_applied(struct raft_apply *ar, int status, void *result)
 {
     struct mraft_propose *req = ar->data;
@@ -454,6 +462,8 @@ static void on_applied(struct raft_apply *ar, int status, void *result)
     g->n_inflight--;
     int rv = status == 0 ? 0 : g->closing ? MG_ESHUTDOWN : mraft__err(status);
     req->cb(req, rv, ar->index, rv == 0 ? g->raft->id : leader_hint(g), result);
+    if (status == 0 && g->n_inflight == 0 && !g->closing)
+        flush(g); /* the wave completed: the queued proposals go out now */
 }
 
 static int submit(struct mraft_group *g, struct mraft_propose *req)
@@ -543,6 +553,8 @@ int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const 
 
 /* ---- reads ----------------------------------------------------------------- */
 
+static void read_kick(struct mraft_group *g);
+
 static void on_read_barrier(struct raft_barrier *b, int status)
 {
     struct mraft_group *g = b->data;
@@ -558,6 +570,8 @@ static void on_read_barrier(struct raft_barrier *b, int status)
         g->n_reads--;
         req->cb(req, rv);
     }
+    if (status == 0)
+        read_kick(g); /* reads queued meanwhile get their barrier now, not at the tick */
 }
 
 /* Start one barrier for every read queued so far (the batch). */

@@ -229,7 +229,9 @@ struct mraft_propose {
  * the group's queue (bounded by max_pending): in-flight proposals are
  * submitted in waves, each wave only after the previous one committed, which
  * also sidesteps libraft 0.15 computing commit only at the leader's
- * last_stored (README.md "gaps").
+ * last_stored (README.md "gaps"). The next wave is submitted as soon as the
+ * last entry of the previous one is applied (from that entry's apply path,
+ * after its callback), not at the next tick.
  * Errors (callback not run): MG_ENOTLEADER (*leader_hint set when non-NULL),
  * MG_EBUSY (queue full), MG_ESHUTDOWN, MG_EINVALIDARGUMENT (len 0).
  */

@@ -854,6 +854,110 @@ static void test_group_lifecycle(void **state)
     mg_free(toys);
 }
 
+/* ---- single-voter throughput (issue 7: queued proposals go out on completion) ---- */
+
+#define BENCH_DEPTH 64    /* proposals outstanding */
+#define BENCH_TOTAL 20000 /* proposals in the measured run */
+
+struct bench {
+    struct mraft_group *g;
+    struct mraft_propose req[BENCH_DEPTH];
+    uint64_t start_ns[BENCH_DEPTH];
+    uint64_t *lat_ns;     /* per acknowledged proposal */
+    unsigned sent, acked, failed;
+    uint64_t applied;     /* owner: last index */
+};
+
+static int bench_apply(void *data, uint64_t index, const void *buf, size_t len, void **result)
+{
+    ((struct bench *)data)->applied = index;
+    return 0;
+}
+
+static uint64_t bench_durable(void *data)
+{
+    return ((struct bench *)data)->applied;
+}
+
+static const struct mraft_owner bench_owner = {.apply = bench_apply,
+                                               .durable_index = bench_durable};
+
+static void bench_send(struct bench *b, unsigned slot);
+
+static void on_bench(struct mraft_propose *req, int status, uint64_t index, uint64_t hint,
+                     void *result)
+{
+    struct bench *b = req->data;
+    unsigned slot = (unsigned)(req - b->req);
+    if (status != 0)
+        b->failed++;
+    else
+        b->lat_ns[b->acked++] = uv_hrtime() - b->start_ns[slot];
+    if (b->sent < BENCH_TOTAL)
+        bench_send(b, slot);
+}
+
+static void bench_send(struct bench *b, unsigned slot)
+{
+    uint64_t v = b->sent++;
+    b->req[slot].data = b;
+    b->start_ns[slot] = uv_hrtime();
+    assert_int_equal(mraft_group_propose(b->g, &b->req[slot], &v, sizeof(v), on_bench, NULL), 0);
+}
+
+static bool pred_bench_done(void *arg)
+{
+    struct bench *b = arg;
+    return b->acked + b->failed == BENCH_TOTAL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One single-voter group on a real host (uv log under /tmp), 64 proposals kept
+ * outstanding: prints entries/s and latency. No timed assertion. */
+static void test_bench_single_voter(void **state)
+{
+    char dir[] = "/tmp/mraft-bench-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char addr[32];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", free_port());
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct mraft_host_config hc = {.node_id = 1, .address = addr, .data_dir = dir};
+    struct mraft_voter v = {1, addr};
+    struct bench *b = mg_calloc(1, sizeof(*b));
+    b->lat_ns = mg_calloc(BENCH_TOTAL, sizeof(*b->lat_ns));
+    struct mraft_group_config gc = {.group_id = 1, .voters = &v, .n_voters = 1,
+                                    .owner = &bench_owner, .owner_data = b};
+    struct mraft_host *h;
+    assert_int_equal(mraft_host_create(&loop, &hc, &h), 0);
+    assert_int_equal(mraft_group_create(h, &gc, &b->g), 0);
+    assert_true(run_until(&loop, pred_ready, b->g, 5000));
+    uint64_t t0 = uv_hrtime();
+    for (unsigned i = 0; i < BENCH_DEPTH; i++)
+        bench_send(b, i);
+    assert_true(run_until(&loop, pred_bench_done, b, 120000));
+    double secs = (double)(uv_hrtime() - t0) / 1e9;
+    assert_int_equal(b->failed, 0);
+    qsort(b->lat_ns, b->acked, sizeof(*b->lat_ns), cmp_u64);
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < b->acked; i++)
+        sum += b->lat_ns[i];
+    print_message("bench single voter, %u outstanding: %u entries in %.2f s = %.0f entries/s, "
+                  "latency mean %.2f ms p50 %.2f ms p99 %.2f ms\n",
+                  BENCH_DEPTH, b->acked, secs, b->acked / secs, sum / 1e6 / b->acked,
+                  b->lat_ns[b->acked / 2] / 1e6, b->lat_ns[b->acked * 99 / 100] / 1e6);
+    host_destroy_sync(&loop, h);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    rm_rf(dir);
+    mg_free(b->lat_ns);
+    mg_free(b);
+}
+
 /* ---- done-when 4: probes of libraft 0.15's known gaps ------------------------------ */
 
 static void raw_applied(struct raft_apply *req, int status, void *result)
@@ -1088,6 +1192,7 @@ int main(void)
         cmocka_unit_test(test_crash_replay),
         cmocka_unit_test(test_multiplexed_hosts),
         cmocka_unit_test(test_group_lifecycle),
+        cmocka_unit_test(test_bench_single_voter),
         cmocka_unit_test(test_gap_commit_from_match),
         cmocka_unit_test(test_gap_install_candidacy),
         cmocka_unit_test(test_gap_follower_append_failure),
