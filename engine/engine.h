@@ -93,11 +93,11 @@ uint64_t eng_db_property_int(struct eng_db *db, const char *name);
 
 /* Where a blob's bytes live. Fixed size, stored verbatim in metadata entries. */
 struct eng_blob_ref {
-    uint64_t segment; /* segment file number */
+    uint64_t segment; /* segment file number (never reused) */
     uint64_t offset;  /* offset of the data (after the record header) */
     uint64_t length;  /* data bytes */
-    uint32_t crc32c;  /* of the data, verified on full reads */
-    uint32_t flags;   /* reserved, 0 */
+    uint32_t crc32c;  /* of the data (eng_blob_verify checks it; reads check per chunk) */
+    uint32_t flags;   /* the segment's epoch (low 32 bits): checked before any free */
 };
 
 struct eng_blob_opts {
@@ -110,19 +110,23 @@ struct eng_blobstore;
 
 /* Open the blob store in dir (created if missing; its parent must exist). opts may be NULL
  * (defaults). One store per directory: a second open, from any process, fails (flock on
- * dir/LOCK). Unfinished own files of a crashed run (*.tmp) are removed. errmsg (>= 256 bytes)
- * gets the reason. Returns 0, MG_EIO, MG_ENOSPC. */
+ * dir/LOCK). Unfinished own files of a crashed run (*.tmp) are removed. Starts a new epoch and
+ * the reaper thread. A directory of the previous format (segments, no STATE file: blobs
+ * without chunk checksums) is refused with MG_ECORRUPT. errmsg (>= 256 bytes) gets the reason.
+ * Returns 0, MG_EIO, MG_ENOSPC, MG_ECORRUPT. */
 int eng_blob_open(const char *dir, const struct eng_blob_opts *opts, struct eng_blobstore **out,
                   char *errmsg);
-/* Every writer must be finished or aborted first. */
+/* Every writer must be finished or aborted and every pin dropped first. Drains the retire
+ * queue (blocks until every retired blob is freed; a blob still pinned is freed too, logged). */
 void eng_blob_close(struct eng_blobstore *bs);
 
 /* Streaming writer: bounded memory whatever the blob size. size_hint (0 = unknown) lets large
  * blobs go to their own segment. Writers on different threads proceed concurrently; one writer
  * is used by one thread at a time. size_hint is a hint: a blob of hint bytes or fewer (and
  * below own_file_bytes) is written in place into a shared segment; one that outgrows it moves
- * to its own file; with no hint, up to 1 MiB is buffered in memory. Returns 0, MG_EIO,
- * MG_ENOSPC (creating a segment or own file failed; nothing to clean up). */
+ * to its own file; with no hint, up to 1 MiB is buffered in memory. A crc32c per 64 KiB chunk
+ * is stored with the blob. Returns 0, MG_EIO, MG_ENOSPC (creating a segment or own file
+ * failed; nothing to clean up). */
 struct eng_blob_writer;
 int eng_blob_writer_create(struct eng_blobstore *bs, uint64_t size_hint,
                            struct eng_blob_writer **out);
@@ -135,42 +139,83 @@ int eng_blob_writer_finish(struct eng_blob_writer *w, struct eng_blob_ref *ref);
 /* Discard an unfinished blob; frees w. */
 void eng_blob_writer_abort(struct eng_blob_writer *w);
 
-/* Read len bytes at offset (relative to the blob's data) into buf. Returns 0, MG_EIO,
- * MG_ECORRUPT (only detected when the whole blob is read in one call), MG_EINVALIDARGUMENT if
- * out of range. */
+/* Read len bytes at offset (relative to the blob's data) into buf, verified: every 64 KiB
+ * chunk the range touches is read whole and checked against its stored crc32c (and the record
+ * header against the ref when the range touches the first chunk), so a range costs at most
+ * 64 KiB of extra I/O at each edge. Returns 0, MG_EIO, MG_ECORRUPT (a chunk or the header did
+ * not match, or the segment is missing or short: logged and counted in corrupt_reads; buf's
+ * contents are then unspecified), MG_EINVALIDARGUMENT if out of range. Thread-safe. */
 int eng_blob_read(struct eng_blobstore *bs, const struct eng_blob_ref *ref, uint64_t offset,
                   void *buf, size_t len);
-/* A whole blob read in pieces, in order (a streamed GET), verified as it goes: the call that
- * reads the last byte also checks the record header and the crc32c of everything read, and
- * returns MG_ECORRUPT on a mismatch (earlier pieces were already handed out, so the caller
- * must abort its response rather than complete it). Zero-initialise; owned by the caller, one
+/* A blob read in pieces, in order (a streamed GET). Every piece is verified as eng_blob_read
+ * verifies (a piece's bytes are never handed out unchecked; on MG_ECORRUPT the caller must
+ * abort its response: earlier pieces were sent). Zero-initialise; owned by the caller, one
  * thread at a time. */
 struct eng_blob_cursor {
     uint64_t pos; /* data bytes read so far */
-    uint32_t crc; /* crc32c of those bytes */
 };
 /* Read the next len bytes (pos + len <= ref->length). Returns 0, MG_EIO, MG_ECORRUPT,
  * MG_EINVALIDARGUMENT. */
 int eng_blob_cursor_read(struct eng_blobstore *bs, const struct eng_blob_ref *ref,
                          struct eng_blob_cursor *c, void *buf, size_t len);
+/* Re-read the whole blob and check its header, every chunk and its whole crc32c (the
+ * scrubber; fsck). Reads 1 MiB at a time (memory 1 MiB). Blocks for the blob's read: call it
+ * off the loop, at a bounded rate. Returns 0, MG_EIO, MG_ECORRUPT (counted in corrupt_reads),
+ * MG_EINVALIDARGUMENT (a malformed ref). */
+int eng_blob_verify(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
 
-/* Open fd of the blob's segment for zero-copy sends (caller must not close it; valid until
- * eng_blob_free of every blob in it). Bytes sent from it are not verified. Returns fd >= 0 or
- * -MG_EIO. */
-int eng_blob_fd(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
-
-/* Release the blob's space (after the metadata no longer references it). Idempotent: a ref
- * already freed, or naming a segment that no longer exists, is a logged no-op. Not made
- * durable by itself (a crash may leave the space allocated, never the blob readable again
- * through a live entry). */
+/* Release the blob's space now, ignoring pins (after the metadata no longer references it and
+ * no reader can be streaming it; readers' blobs go through eng_blob_retire). Idempotent: a ref
+ * already freed, naming a segment that no longer exists, or of another epoch than its segment
+ * is a logged no-op. Not made durable by itself (a crash may leave the space allocated, never
+ * the blob readable again through a live entry). */
 void eng_blob_free(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
 
+/* Reader pins. A reader that streams a blob pins it first and unpins it when done; a retired
+ * blob is not freed (punched, reused or unlinked) while any pin on it is held, however long.
+ * Order for the caller (hazard-pointer style): pin, then check the metadata still references
+ * the ref (re-read the entry); if it does not, unpin and retry with the new entry. A pin taken
+ * that way can never see its blob freed. Pins count: pin twice, unpin twice. Cheap (one
+ * mutex, a hash lookup, no I/O), thread-safe. eng_blob_pin returns 0 or MG_ESLOWDOWN when
+ * ENG_BLOB_PINS_MAX distinct blobs are pinned (nothing pinned: answer 503). Unpinning a blob
+ * that is not pinned is a programmer error. */
+#define ENG_BLOB_PINS_MAX 65536u
+int eng_blob_pin(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
+void eng_blob_unpin(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
+
+/* Free ref once no reader pins it: the reaper thread frees it in a bounded batch, never on the
+ * caller's thread and never early. Call it after the metadata that referenced ref is
+ * committed away (retire intents must be persisted by the caller to survive a crash). Never
+ * fails; idempotent (a second retire frees nothing more). Backpressure: the store accepts
+ * every retire, so the caller must refuse new deletes and overwrites (503 SlowDown) while
+ * eng_blob_retire_backlog() >= ENG_BLOB_RETIRE_BACKLOG_MAX; retires past it are counted in
+ * retire_over_limit. Memory: 32 B per retired blob waiting (8 MiB at the limit). */
+#define ENG_BLOB_RETIRE_BACKLOG_MAX 262144u
+void eng_blob_retire(struct eng_blobstore *bs, const struct eng_blob_ref *ref);
+/* Retired blobs not yet freed (pinned ones included). Thread-safe, O(1). */
+size_t eng_blob_retire_backlog(struct eng_blobstore *bs);
+
+/* Enumerate the live blobs (finished, not yet freed; retired but unfreed ones included): cb
+ * gets each ref, on the calling thread, with no engine lock held (it may read, verify, free or
+ * retire). A nonzero return from cb stops the walk and is returned. For the orphan collector
+ * and fsck: blobs finished while the walk runs may or may not be seen, and a record header
+ * torn by a crash ends the walk of its segment (logged). Reads every record header: O(blobs)
+ * small preads, call it off the loop. Returns 0, MG_EIO, or cb's value. */
+typedef int (*eng_blob_foreach_cb)(void *ctx, const struct eng_blob_ref *ref);
+int eng_blob_foreach(struct eng_blobstore *bs, eng_blob_foreach_cb cb, void *ctx);
+
 struct eng_blob_stats {
-    uint64_t segments;       /* files */
-    uint64_t bytes_written;  /* since open */
-    uint64_t bytes_freed;    /* since open */
-    uint64_t fsyncs;         /* fsync + fdatasync calls since open (files and directory) */
-    uint64_t disk_bytes;     /* allocated on disk now (st_blocks * 512) */
+    uint64_t segments;          /* files */
+    uint64_t bytes_written;     /* since open */
+    uint64_t bytes_freed;       /* since open */
+    uint64_t fsyncs;            /* fsync + fdatasync calls since open (files and directory) */
+    uint64_t disk_bytes;        /* allocated on disk now (st_blocks * 512) */
+    uint64_t corrupt_reads;     /* reads and verifies that failed a checksum, since open */
+    uint64_t pinned;            /* distinct blobs pinned now */
+    uint64_t retire_backlog;    /* retired, not yet freed, now */
+    uint64_t retired;           /* eng_blob_retire calls since open */
+    uint64_t reaped;            /* frees the reaper made since open */
+    uint64_t retire_over_limit; /* retires accepted past ENG_BLOB_RETIRE_BACKLOG_MAX */
 };
 void eng_blob_stats_get(struct eng_blobstore *bs, struct eng_blob_stats *out);
 

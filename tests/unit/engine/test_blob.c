@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for engine/blob.c, the blob store: round trips across sizes,
- * hints and append patterns; checksum corruption detected; concurrent writers
- * each get their exact bytes (and share fsyncs); free reclaims disk (holes,
- * empty segments and own files unlinked); injected write and sync failures
- * (engine/fault.h) leave nothing behind and give the space back; blobs survive
- * close and reopen.
+ * hints and append patterns; per-chunk checksums (a byte flipped on disk is
+ * caught by every read, range and cursor piece touching its chunk, and by
+ * verify, while other ranges read fine); concurrent writers each get their
+ * exact bytes (and share fsyncs); free reclaims disk (holes, empty segments
+ * and own files unlinked); injected write and sync failures (engine/fault.h)
+ * leave nothing behind and give the space back; blobs survive close, reopen
+ * and kill -9; reader pins hold retired blobs whole; a 100,000-retire burst is
+ * reaped in the background without stalling a writer; segment numbers are
+ * never reused and stale refs free nothing; foreach sees exactly the live
+ * blobs; a format-1 directory is refused.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -20,6 +26,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -171,7 +179,8 @@ static void test_roundtrip(void **state)
                     continue; /* slow, and covered by the small sizes */
                 test_fill(data, len, (uint64_t)++n);
                 assert_int_equal(write_blob(f->bs, data, len, hints[hi], chunks[ci], &ref), 0);
-                assert_int_equal(ref.flags, 0);
+                assert_int_not_equal(ref.flags, 0); /* the epoch */
+                assert_int_equal(eng_blob_verify(f->bs, &ref), 0);
                 check_blob(f->bs, &ref, data, len);
             }
         }
@@ -180,47 +189,100 @@ static void test_roundtrip(void **state)
     free(data);
 }
 
-static void flip_byte(struct eng_blobstore *bs, const struct eng_blob_ref *ref, uint64_t at)
+/* The file holding ref's segment, opened read-write (the test's own descriptor). */
+static int open_seg_file(const struct fix *f, const struct eng_blob_ref *ref)
 {
-    unsigned char c;
-    int fd = eng_blob_fd(bs, ref);
+    char p[600];
+    file_path(f, ref->segment, ".seg", p);
+    int fd = open(p, O_RDWR);
+    if (fd < 0) {
+        file_path(f, ref->segment, ".blob", p);
+        fd = open(p, O_RDWR);
+    }
     assert_true(fd >= 0);
-    assert_int_equal(pread(fd, &c, 1, (off_t)(ref->offset + at)), 1);
-    c ^= 0x40;
-    assert_int_equal(pwrite(fd, &c, 1, (off_t)(ref->offset + at)), 1);
+    return fd;
 }
 
+/* Flip one bit of the byte at ref->offset + at (negative: in the header; past the data: in
+ * the chunk table), straight on disk. */
+static void flip_byte(const struct fix *f, const struct eng_blob_ref *ref, int64_t at)
+{
+    unsigned char c;
+    int fd = open_seg_file(f, ref);
+    off_t off = (off_t)((int64_t)ref->offset + at);
+    assert_int_equal(pread(fd, &c, 1, off), 1);
+    c ^= 0x40;
+    assert_int_equal(pwrite(fd, &c, 1, off), 1);
+    close(fd);
+}
+
+static uint64_t corrupt_reads(struct eng_blobstore *bs)
+{
+    struct eng_blob_stats st;
+    eng_blob_stats_get(bs, &st);
+    return st.corrupt_reads;
+}
+
+#define CH 65536u /* the store's chunk size (engine/blob.c) */
+
+/* A flipped data byte in chunk 2 is caught by a full read, by any range or cursor piece that
+ * touches chunk 2 and by verify; ranges elsewhere read fine. Then the table and the header. */
 static void test_corruption_detected(void **state)
 {
     struct fix *f = *state;
-    static const size_t sizes[] = {10000, 700000}; /* shared segment, own file */
+    static const size_t sizes[] = {300000, 700000}; /* shared segment, own file */
     char *data = malloc(700000), *buf = malloc(700000);
     for (int i = 0; i < 2; i++) {
         struct eng_blob_ref ref;
         size_t len = sizes[i];
         test_fill(data, len, 77 + (uint64_t)i);
         assert_int_equal(write_blob(f->bs, data, len, len, len, &ref), 0);
-        flip_byte(f->bs, &ref, len / 3);
+        assert_int_equal(eng_blob_verify(f->bs, &ref), 0);
+        uint64_t c0 = corrupt_reads(f->bs);
+        flip_byte(f, &ref, 2 * CH + 100);
         assert_int_equal(eng_blob_read(f->bs, &ref, 0, buf, len), MG_ECORRUPT);
-        /* Partial reads are not verified (the caller checks ranges end to end)... */
-        assert_int_equal(eng_blob_read(f->bs, &ref, 0, buf, 10), 0);
-        assert_memory_equal(buf, data, 10);
-        /* ...but a whole blob streamed through a cursor is, at its last piece. */
+        assert_int_equal(eng_blob_read(f->bs, &ref, 2 * CH + 50, buf, 10), MG_ECORRUPT);
+        assert_int_equal(eng_blob_read(f->bs, &ref, 2 * CH + 100, buf, 1), MG_ECORRUPT);
+        assert_int_equal(eng_blob_read(f->bs, &ref, CH + 5, buf, 2 * CH), MG_ECORRUPT);
+        assert_int_equal(eng_blob_verify(f->bs, &ref), MG_ECORRUPT);
+        assert_int_equal(corrupt_reads(f->bs), c0 + 5);
+        /* Ranges that do not touch chunk 2 (up to its edges) read fine. */
+        static const uint64_t ok[][2] = {{0, 10}, {CH - 1, CH + 1}, {1, 2 * CH - 1},
+                                         {3 * CH, 100}, {3 * CH, CH + 7}, {4 * CH + 3, 50}};
+        for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) {
+            assert_int_equal(eng_blob_read(f->bs, &ref, ok[k][0], buf, ok[k][1]), 0);
+            assert_memory_equal(buf, data + ok[k][0], ok[k][1]);
+        }
+        /* A cursor in 100,000-byte pieces: the first (chunks 0-1) passes, the second (chunks
+         * 1-3) fails. */
         struct eng_blob_cursor c = {0};
-        size_t piece = len / 4 + 1;
-        for (size_t off = 0; off + piece < len; off += piece)
-            assert_int_equal(eng_blob_cursor_read(f->bs, &ref, &c, buf + off, piece), 0);
-        assert_int_equal(eng_blob_cursor_read(f->bs, &ref, &c, buf + c.pos, len - c.pos),
-                         MG_ECORRUPT);
+        assert_int_equal(eng_blob_cursor_read(f->bs, &ref, &c, buf, 100000), 0);
+        assert_memory_equal(buf, data, 100000);
+        assert_int_equal(eng_blob_cursor_read(f->bs, &ref, &c, buf, 100000), MG_ECORRUPT);
+        assert_int_equal(c.pos, 100000);
+        flip_byte(f, &ref, 2 * CH + 100); /* repaired */
+        check_blob(f->bs, &ref, data, len);
+
+        /* The chunk table: chunk 3's entry. */
+        flip_byte(f, &ref, (int64_t)len + 4 * 3 + 1);
+        assert_int_equal(eng_blob_read(f->bs, &ref, 3 * CH + 9, buf, 9), MG_ECORRUPT);
+        assert_int_equal(eng_blob_read(f->bs, &ref, 2 * CH, buf, CH), 0);
+        assert_int_equal(eng_blob_read(f->bs, &ref, 0, buf, len), MG_ECORRUPT);
+        flip_byte(f, &ref, (int64_t)len + 4 * 3 + 1);
+        /* The record header: reads touching chunk 0 check it. */
+        flip_byte(f, &ref, -40);
+        assert_int_equal(eng_blob_read(f->bs, &ref, 10, buf, 10), MG_ECORRUPT);
+        assert_int_equal(eng_blob_read(f->bs, &ref, CH, buf, 10), 0);
+        flip_byte(f, &ref, -40);
         /* A ref whose crc does not match the header is also caught. */
-        flip_byte(f->bs, &ref, len / 3);
         assert_int_equal(eng_blob_read(f->bs, &ref, 0, buf, len), 0);
         struct eng_blob_ref bad = ref;
         bad.crc32c ^= 1;
         assert_int_equal(eng_blob_read(f->bs, &bad, 0, buf, len), MG_ECORRUPT);
+        assert_int_equal(eng_blob_verify(f->bs, &bad), MG_ECORRUPT);
     }
     /* A ref into a segment that does not exist. */
-    struct eng_blob_ref ghost = {.segment = 999999, .offset = 32, .length = 4};
+    struct eng_blob_ref ghost = {.segment = 999999, .offset = 112, .length = 4};
     assert_int_equal(eng_blob_read(f->bs, &ghost, 0, buf, 4), MG_ECORRUPT);
     eng_blob_free(f->bs, &ghost); /* a no-op */
     free(data);
@@ -555,15 +617,42 @@ static void test_reopen_reclaims(void **state)
     free(data);
 }
 
+/* In a forked child: open the store at dir (the test's options) or exit 1. */
+static struct eng_blobstore *child_open(const char *dir)
+{
+    struct eng_blobstore *bs;
+    struct eng_blob_opts o = {.segment_bytes = SEG_BYTES, .own_file_bytes = OWN_BYTES};
+    char errmsg[256];
+    if (eng_blob_open(dir, &o, &bs, errmsg) != 0)
+        _exit(1);
+    return bs;
+}
+
+/* Close f's store and fork child(dir, write end of a pipe); returns the pid and the read end. */
+static pid_t spawn(struct fix *f, void (*child)(const char *, int), int *rfd)
+{
+    int p[2];
+    eng_blob_close(f->bs); /* the child owns the directory now */
+    f->bs = NULL;
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        child(f->blobs, p[1]);
+        _exit(0);
+    }
+    close(p[1]);
+    *rfd = p[0];
+    return pid;
+}
+
 /* kill -9 (STYLE.md 7): a child acknowledges blobs through a pipe as their finish returns; it is
  * killed mid-stream; every blob it acknowledged must read back byte for byte after reopen. */
 static void kill9_child(const char *dir, int wfd)
 {
-    struct eng_blobstore *bs;
-    struct eng_blob_opts o = {.segment_bytes = SEG_BYTES, .own_file_bytes = OWN_BYTES};
-    char errmsg[256], *data = malloc(700000);
-    if (eng_blob_open(dir, &o, &bs, errmsg) != 0)
-        _exit(1);
+    struct eng_blobstore *bs = child_open(dir);
+    char *data = malloc(700000);
     for (uint64_t i = 0;; i++) {
         struct eng_blob_ref ref;
         size_t len = (size_t)(i * 104729 % 700000);
@@ -586,27 +675,18 @@ static void test_kill9(void **state)
         uint64_t seed;
         struct eng_blob_ref ref;
     } ack;
-    int p[2];
-    eng_blob_close(f->bs); /* the child owns the directory now */
-    f->bs = NULL;
-    assert_int_equal(pipe(p), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(p[0]);
-        kill9_child(f->blobs, p[1]);
-    }
-    close(p[1]);
+    int rfd;
+    pid_t pid = spawn(f, kill9_child, &rfd);
     int acked = 0;
     struct eng_blob_ref *refs = calloc(4096, sizeof *refs);
     uint64_t *seeds = calloc(4096, sizeof *seeds);
-    while (acked < 4096 && read(p[0], &ack, sizeof ack) == (ssize_t)sizeof ack) {
+    while (acked < 4096 && read(rfd, &ack, sizeof ack) == (ssize_t)sizeof ack) {
         seeds[acked] = ack.seed;
         refs[acked++] = ack.ref;
         if (acked == 40)
             kill(pid, SIGKILL);
     }
-    close(p[0]);
+    close(rfd);
     waitpid(pid, NULL, 0);
     assert_true(acked >= 40);
     assert_int_equal(bs_reopen(f), 0);
@@ -619,6 +699,354 @@ static void test_kill9(void **state)
     free(data);
     free(refs);
     free(seeds);
+}
+
+/* Wait (up to 30 s) until the reaper has freed `reaped` blobs in total and nothing is
+ * waiting but `pinned` pinned retired blobs. */
+static void wait_reaped(struct eng_blobstore *bs, uint64_t reaped, uint64_t pinned)
+{
+    struct eng_blob_stats st;
+    for (int i = 0; i < 30000; i++) {
+        eng_blob_stats_get(bs, &st);
+        if (st.reaped >= reaped && st.retire_backlog == pinned)
+            return;
+        usleep(1000);
+    }
+    fail_msg("reaper: reaped %" PRIu64 " of %" PRIu64 ", backlog %" PRIu64, st.reaped, reaped,
+             st.retire_backlog);
+}
+
+/* A pinned, retired blob stays whole (shared and own file) until its last unpin; then the
+ * reaper frees it. An unpinned retired blob is freed by the reaper. */
+static void test_pin_retire(void **state)
+{
+    struct fix *f = *state;
+    char *data = malloc(700000), *buf = malloc(700000);
+    struct eng_blob_ref a, o, d;
+    test_fill(data, 300000, 1);
+    assert_int_equal(write_blob(f->bs, data, 300000, 300000, 65536, &a), 0);
+    test_fill(data, 700000, 2);
+    assert_int_equal(write_blob(f->bs, data, 700000, 700000, 65536, &o), 0);
+    test_fill(data, 1000, 3);
+    assert_int_equal(write_blob(f->bs, data, 1000, 1000, 1000, &d), 0);
+    assert_int_equal(eng_blob_pin(f->bs, &a), 0);
+    assert_int_equal(eng_blob_pin(f->bs, &a), 0); /* two readers */
+    assert_int_equal(eng_blob_pin(f->bs, &o), 0);
+    uint64_t d0 = disk_bytes(f->bs);
+    eng_blob_retire(f->bs, &a);
+    eng_blob_retire(f->bs, &o);
+    eng_blob_retire(f->bs, &d); /* not pinned: freed by the reaper */
+    assert_true(eng_blob_retire_backlog(f->bs) >= 2);
+    wait_reaped(f->bs, 1, 2);
+    usleep(100 * 1000); /* the reaper has had time to do wrong */
+    assert_int_equal(eng_blob_retire_backlog(f->bs), 2);
+    assert_int_equal(eng_blob_read(f->bs, &d, 0, buf, 1000), MG_ECORRUPT);
+    test_fill(data, 300000, 1);
+    check_blob(f->bs, &a, data, 300000);
+    assert_int_equal(eng_blob_verify(f->bs, &a), 0);
+    test_fill(data, 700000, 2);
+    check_blob(f->bs, &o, data, 700000);
+    assert_true(file_exists(f, o.segment, ".blob"));
+    assert_true(disk_bytes(f->bs) + 8192 >= d0);
+    /* The first unpin of a leaves one reader: still whole. */
+    eng_blob_unpin(f->bs, &a);
+    usleep(50 * 1000);
+    test_fill(data, 300000, 1);
+    check_blob(f->bs, &a, data, 300000);
+    eng_blob_unpin(f->bs, &a);
+    eng_blob_unpin(f->bs, &o);
+    wait_reaped(f->bs, 3, 0);
+    assert_int_equal(eng_blob_read(f->bs, &a, 0, buf, 300000), MG_ECORRUPT);
+    assert_false(file_exists(f, o.segment, ".blob"));
+    assert_true(disk_bytes(f->bs) + 900000 <= d0);
+    struct eng_blob_stats st;
+    eng_blob_stats_get(f->bs, &st);
+    assert_int_equal(st.retired, 3);
+    assert_int_equal(st.pinned, 0);
+    free(data);
+    free(buf);
+}
+
+#define BURST 100000
+
+struct burst_arg {
+    struct eng_blobstore *bs;  /* shared */
+    struct eng_blob_ref *refs; /* where to put the refs */
+    int n;                     /* blobs to write */
+    atomic_int *stop;          /* prober: stop when set */
+    int failures;              /* errors */
+    int finishes;              /* prober: finishes timed */
+    int slow;                  /* prober: finishes over 50 ms */
+    double max_ms;             /* prober: slowest finish */
+};
+
+static void *on_burst_writer(void *arg)
+{
+    struct burst_arg *a = arg;
+    char data[100];
+    for (int i = 0; i < a->n; i++) {
+        test_fill(data, sizeof data, (uint64_t)i);
+        if (write_blob(a->bs, data, sizeof data, sizeof data, sizeof data, &a->refs[i]) != 0)
+            a->failures++;
+    }
+    return NULL;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A writer timing each eng_blob_writer_finish of a 4 KiB blob until told to stop. */
+static void *on_prober(void *arg)
+{
+    struct burst_arg *a = arg;
+    char data[4096];
+    test_fill(data, sizeof data, 9);
+    while (!atomic_load(a->stop)) {
+        struct eng_blob_writer *w;
+        struct eng_blob_ref ref;
+        if (eng_blob_writer_create(a->bs, sizeof data, &w) != 0
+            || eng_blob_writer_append(w, data, sizeof data) != 0) {
+            a->failures++;
+            break;
+        }
+        double t0 = now_ms();
+        int rv = eng_blob_writer_finish(w, &ref);
+        double ms = now_ms() - t0;
+        if (rv != 0)
+            a->failures++;
+        a->finishes++;
+        a->slow += ms > 50.0;
+        if (ms > a->max_ms)
+            a->max_ms = ms;
+        eng_blob_free(a->bs, &ref);
+    }
+    return NULL;
+}
+
+/* 100,000 retires in a burst: retire returns at once, the reaper frees them all in the
+ * background, and a concurrent writer's finish is never stalled behind it. */
+static void test_retire_burst(void **state)
+{
+    struct fix *f = *state;
+    enum { THREADS = 25 };
+    struct eng_blob_ref *refs = calloc(BURST, sizeof *refs);
+    pthread_t th[THREADS];
+    struct burst_arg a[THREADS];
+    atomic_int stop = 0;
+    double t0 = now_ms();
+    for (int i = 0; i < THREADS; i++) {
+        a[i] = (struct burst_arg){.bs = f->bs, .refs = refs + i * (BURST / THREADS),
+                                  .n = BURST / THREADS};
+        assert_int_equal(pthread_create(&th[i], NULL, on_burst_writer, &a[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(a[i].failures, 0);
+    }
+    double t_write = now_ms() - t0;
+    struct eng_blob_stats st0, st1;
+    eng_blob_stats_get(f->bs, &st0);
+    struct burst_arg p = {.bs = f->bs, .stop = &stop};
+    pthread_t pt;
+    assert_int_equal(pthread_create(&pt, NULL, on_prober, &p), 0);
+    usleep(20 * 1000);
+    t0 = now_ms();
+    for (int i = 0; i < BURST; i++)
+        eng_blob_retire(f->bs, &refs[i]);
+    double t_retire = now_ms() - t0;
+    wait_reaped(f->bs, BURST, 0);
+    double t_drain = now_ms() - t0;
+    usleep(20 * 1000);
+    atomic_store(&stop, 1);
+    pthread_join(pt, NULL);
+    eng_blob_stats_get(f->bs, &st1);
+    printf("# burst: %d x 100 B written in %.0f ms; retired in %.1f ms, reaped in %.0f ms; "
+           "prober: %d finishes, %d over 50 ms, max %.1f ms; segments %" PRIu64 " -> %" PRIu64
+           ", disk %" PRIu64 " -> %" PRIu64 " KiB\n",
+           BURST, t_write, t_retire, t_drain, p.finishes, p.slow, p.max_ms, st0.segments,
+           st1.segments, st0.disk_bytes >> 10, st1.disk_bytes >> 10);
+    assert_int_equal(p.failures, 0);
+    assert_true(p.finishes >= 10);
+    /* Generous: the machine is shared, so allow 1% of finishes past 50 ms (a slow fdatasync),
+     * but none past 500 ms (a reaper holding the writers' lock for its backlog: seconds). */
+    assert_true(p.slow <= p.finishes / 100 + 1);
+    assert_true(p.max_ms < 500.0);
+    assert_true(t_retire < 1000.0);
+    assert_int_equal(st1.reaped - st0.reaped, BURST);
+    assert_true(st1.segments <= 2);
+    assert_true(st1.disk_bytes + 10 * SEG_BYTES <= st0.disk_bytes);
+    free(refs);
+}
+
+/* Segment numbers are never reused: not after the highest-numbered file is unlinked and the
+ * store reopened, not after a kill -9; and every run has a new epoch. */
+static void segno_child(const char *dir, int wfd)
+{
+    struct eng_blobstore *bs = child_open(dir);
+    char *data = malloc(600000);
+    test_fill(data, 600000, 1);
+    for (;;) {
+        struct eng_blob_ref ref;
+        if (write_blob(bs, data, 600000, 600000, 600000, &ref) != 0)
+            _exit(2);
+        eng_blob_free(bs, &ref); /* unlinked: the highest number leaves no file behind */
+        if (write(wfd, &ref, sizeof ref) != (ssize_t)sizeof ref)
+            _exit(3);
+    }
+}
+
+static void test_segno_never_reused(void **state)
+{
+    struct fix *f = *state;
+    char *data = malloc(700000);
+    struct eng_blob_ref own, sh, n;
+    test_fill(data, 700000, 5);
+    assert_int_equal(write_blob(f->bs, data, 1000, 1000, 1000, &sh), 0);
+    assert_int_equal(write_blob(f->bs, data, 700000, 700000, 65536, &own), 0);
+    assert_true(own.segment > sh.segment);
+    eng_blob_free(f->bs, &own);
+    assert_false(file_exists(f, own.segment, ".blob"));
+    assert_int_equal(bs_reopen(f), 0);
+    assert_int_equal(write_blob(f->bs, data, 700000, 700000, 65536, &n), 0);
+    assert_true(n.segment > own.segment);
+    assert_true(n.flags > own.flags); /* a new epoch */
+    /* A ref with another epoch frees nothing (a stale ref), shared or own file. */
+    struct eng_blob_ref stale = sh;
+    stale.flags++;
+    eng_blob_free(f->bs, &stale);
+    check_blob(f->bs, &sh, data, 1000);
+    stale = n;
+    stale.flags--;
+    eng_blob_free(f->bs, &stale);
+    assert_true(file_exists(f, n.segment, ".blob"));
+    test_fill(data, 700000, 5);
+    check_blob(f->bs, &n, data, 700000);
+
+    /* kill -9 after own files were created and unlinked. */
+    uint64_t max_no = n.segment;
+    int rfd;
+    pid_t pid = spawn(f, segno_child, &rfd);
+    int acked = 0;
+    struct eng_blob_ref ack;
+    while (read(rfd, &ack, sizeof ack) == (ssize_t)sizeof ack) {
+        if (ack.segment > max_no)
+            max_no = ack.segment;
+        if (++acked == 20)
+            kill(pid, SIGKILL);
+    }
+    close(rfd);
+    waitpid(pid, NULL, 0);
+    assert_true(acked >= 20);
+    assert_int_equal(bs_reopen(f), 0);
+    assert_int_equal(write_blob(f->bs, data, 700000, 700000, 65536, &n), 0);
+    assert_true(n.segment > max_no);
+    assert_int_equal(write_blob(f->bs, data, 10, 10, 10, &n), 0);
+    assert_true(n.segment > max_no);
+    free(data);
+}
+
+/* foreach collects into a sorted set. */
+struct seen {
+    struct eng_blob_ref r[64]; /* refs visited */
+    int n;                     /* count */
+    int stop_after;            /* return 1 after this many (0: never) */
+};
+
+static int on_visit(void *ctx, const struct eng_blob_ref *ref)
+{
+    struct seen *s = ctx;
+    assert_true(s->n < 64);
+    s->r[s->n++] = *ref;
+    return s->stop_after > 0 && s->n == s->stop_after ? 7 : 0;
+}
+
+static int ref_cmp(const void *a, const void *b)
+{
+    const struct eng_blob_ref *x = a, *y = b;
+    if (x->segment != y->segment)
+        return x->segment < y->segment ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static void check_seen(struct eng_blobstore *bs, struct eng_blob_ref *live, int nlive)
+{
+    struct seen s = {.n = 0};
+    assert_int_equal(eng_blob_foreach(bs, on_visit, &s), 0);
+    assert_int_equal(s.n, nlive);
+    qsort(s.r, (size_t)s.n, sizeof *s.r, ref_cmp);
+    qsort(live, (size_t)nlive, sizeof *live, ref_cmp);
+    for (int i = 0; i < nlive; i++)
+        assert_memory_equal(&s.r[i], &live[i], sizeof *live);
+}
+
+/* foreach sees exactly the live blobs: shared (several segments, empty blobs, blobs shorter
+ * than their hint), own files; not freed, aborted or unfinished ones; the same after reopen. */
+static void test_foreach(void **state)
+{
+    struct fix *f = *state;
+    char *data = malloc(700000);
+    struct eng_blob_ref all[40], live[40];
+    int n = 0, nlive = 0;
+    test_fill(data, 700000, 11);
+    for (int i = 0; i < 30; i++) {
+        size_t len = (size_t)i * 37000 % 300000;
+        uint64_t hint = i % 3 == 0 ? 0 : i % 3 == 1 ? len : len * 2 + 10;
+        assert_int_equal(write_blob(f->bs, data, len, hint, 50000, &all[n++]), 0);
+    }
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(write_blob(f->bs, data, 600000, i ? 600000 : 0, 65536, &all[n++]), 0);
+    struct eng_blob_writer *ab, *open_w;
+    assert_int_equal(eng_blob_writer_create(f->bs, 100000, &ab), 0);
+    assert_int_equal(eng_blob_writer_append(ab, data, 100000), 0);
+    eng_blob_writer_abort(ab);
+    assert_int_equal(eng_blob_writer_create(f->bs, 5000, &open_w), 0);
+    assert_int_equal(eng_blob_writer_append(open_w, data, 5000), 0);
+    for (int i = 0; i < n; i++) {
+        if (i % 4 == 1)
+            eng_blob_free(f->bs, &all[i]);
+        else
+            live[nlive++] = all[i];
+    }
+    eng_blob_free(f->bs, &all[n - 1]); /* an own file */
+    nlive--;
+    check_seen(f->bs, live, nlive);
+    /* The unfinished writer's blob appears once finished. */
+    assert_int_equal(eng_blob_writer_finish(open_w, &live[nlive++]), 0);
+    check_seen(f->bs, live, nlive);
+    /* A nonzero return stops the walk and is returned. */
+    struct seen s = {.stop_after = 3};
+    assert_int_equal(eng_blob_foreach(f->bs, on_visit, &s), 7);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(bs_reopen(f), 0);
+    check_seen(f->bs, live, nlive);
+    free(data);
+}
+
+/* A directory of the previous format (segments, no STATE) is refused. */
+static void test_old_format_refused(void **state)
+{
+    struct fix *f = *state;
+    eng_blob_close(f->bs);
+    f->bs = NULL;
+    char p[600];
+    snprintf(p, sizeof p, "%s/STATE", f->blobs);
+    assert_int_equal(unlink(p), 0);
+    file_path(f, 1, ".seg", p);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fputs("MGB1 old records", fp);
+    fclose(fp);
+    char errmsg[256] = "";
+    struct eng_blob_opts o = {.segment_bytes = SEG_BYTES, .own_file_bytes = OWN_BYTES};
+    assert_int_equal(eng_blob_open(f->blobs, &o, &f->bs, errmsg), MG_ECORRUPT);
+    assert_non_null(strstr(errmsg, "format 1"));
+    f->bs = NULL;
+    unlink(p);
+    assert_int_equal(bs_reopen(f), 0); /* empty again: a new store */
 }
 
 int test_blob_run(void)
@@ -636,6 +1064,11 @@ int test_blob_run(void)
         cmocka_unit_test_setup_teardown(test_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_reclaims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill9, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pin_retire, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retire_burst, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_segno_never_reused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreach, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_old_format_refused, setup, teardown),
     };
     return cmocka_run_group_tests_name("engine/blob", tests, NULL, NULL);
 }
