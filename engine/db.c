@@ -4,32 +4,37 @@
  * thread, with the column families default/meta/index (DESIGN.md 4, 8). One
  * rocksdb_t is opened per data directory so that concurrent sync committers
  * share a WAL fsync through RocksDB's write-group leader (group commit). This
- * file is the only place where RocksDB errptr strings become enum mg_err.
+ * file is the only place where RocksDB errptr strings become enum mg_err. The
+ * compaction mode (enum eng_compaction) decides whether deletes are handed to
+ * the delete tracker (tracker.c) or left to RocksDB, with or without its
+ * CompactOnDeletionCollector.
  */
 #define MG_MODULE "engine"
 
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <rocksdb/c.h>
 
 #include "engine/engine.h"
+#include "engine/internal.h"
 
 /* Defaults, each a stated bound (STYLE.md 7a). */
 #define DB_BLOCK_CACHE_BYTES_DEFAULT (32u << 20) /* shared by all CFs */
 #define DB_WRITE_BUFFER_BYTES (32u << 20)        /* memtable per CF */
 #define DB_BLOOM_BITS_PER_KEY 10.0               /* ~1% false positives */
 #define DB_BACKGROUND_JOBS 4                     /* flushes + compactions */
-/* Compact-on-deletion for the meta CF: an SST in which any window of 32k consecutive entries
- * holds >= 16k tombstones is marked for compaction. Lifecycle deletes timestamp-prefixed keys
- * densely (DESIGN.md 9), so their SSTs cross this and RocksDB compacts them on its own; the
- * delete tracker's eng_compact_range handles ranges still in memtables/L0. */
+/* ENG_COMPACTION_ROCKSDB_COLLECTOR: compact-on-deletion for the meta CF: an SST in which any
+ * window of 32k consecutive entries holds >= 16k tombstones is marked for compaction. It only
+ * sees SSTs as they are written, never tombstones still in the memtable (issue 8). */
 #define DB_DEL_WINDOW 32768
 #define DB_DEL_TRIGGER 16384
 
 static const char *const cf_names[ENG_CF__COUNT] = {"default", "meta", "index"};
+static const char *const compaction_names[] = {"locality", "rocksdb", "rocksdb+collector"};
 
 struct eng_db {
     rocksdb_t *db;                                   /* shared by all threads */
@@ -42,6 +47,8 @@ struct eng_db {
     rocksdb_writeoptions_t *wo_nosync;               /* no fsync */
     rocksdb_readoptions_t *ro;                       /* point reads */
     int wal;                                         /* 1: WAL on */
+    enum eng_compaction compaction;                  /* mode opened with */
+    struct eng__tracker *tracker;                    /* ENG_COMPACTION_LOCALITY, else NULL */
 };
 
 /* A batch is built before it meets a DB (eng_batch_create takes none), and RocksDB batches
@@ -60,6 +67,7 @@ struct batch_op {
 struct eng_batch {
     struct mg_buf ops; /* encoded ops, in order */
     size_t n;          /* ops recorded */
+    size_t ndel;       /* of which deletes and range deletes (the tracker's input) */
 };
 
 struct eng_iter {
@@ -118,6 +126,7 @@ static rocksdb_options_t *options_create(struct eng_db *db)
 
 static void db_free(struct eng_db *db)
 {
+    eng__tracker_destroy(db->tracker); /* its worker calls into db->db */
     for (int i = 0; i < ENG_CF__COUNT; i++) {
         if (db->cf[i] != NULL)
             rocksdb_column_family_handle_destroy(db->cf[i]);
@@ -148,7 +157,9 @@ int eng_db_open(const char *dir, const struct eng_db_opts *opts, struct eng_db *
     char *err = NULL;
     assert(dir != NULL && opts != NULL && out != NULL);
 
+    assert(opts->compaction <= ENG_COMPACTION_ROCKSDB_COLLECTOR);
     db->wal = opts->wal;
+    db->compaction = opts->compaction;
     table_options_init(db, opts);
     db->opts = options_create(db);
     rocksdb_options_set_create_if_missing(db->opts, 1);
@@ -161,8 +172,9 @@ int eng_db_open(const char *dir, const struct eng_db_opts *opts, struct eng_db *
         rocksdb_options_set_atomic_flush(db->opts, 1);
     for (int i = 0; i < ENG_CF__COUNT; i++)
         db->cf_opts[i] = options_create(db);
-    rocksdb_options_add_compact_on_deletion_collector_factory(db->cf_opts[ENG_CF_META],
-                                                              DB_DEL_WINDOW, DB_DEL_TRIGGER);
+    if (db->compaction == ENG_COMPACTION_ROCKSDB_COLLECTOR)
+        rocksdb_options_add_compact_on_deletion_collector_factory(db->cf_opts[ENG_CF_META],
+                                                                  DB_DEL_WINDOW, DB_DEL_TRIGGER);
 
     db->db = rocksdb_open_column_families(db->opts, dir, ENG_CF__COUNT, cf_names,
                                           (const rocksdb_options_t *const *)db->cf_opts, db->cf,
@@ -183,7 +195,10 @@ int eng_db_open(const char *dir, const struct eng_db_opts *opts, struct eng_db *
         rocksdb_writeoptions_disable_WAL(db->wo_nosync, 1);
     }
     db->ro = rocksdb_readoptions_create();
-    mg_log(MG_LOG_INFO, "event=db_open dir=%s wal=%d", dir, db->wal);
+    if (db->compaction == ENG_COMPACTION_LOCALITY)
+        db->tracker = eng__tracker_create(db, &opts->tracker);
+    mg_log(MG_LOG_INFO, "event=db_open dir=%s wal=%s compaction=%s", dir,
+           db->wal ? "on" : "off", compaction_names[db->compaction]);
     *out = db;
     return 0;
 }
@@ -217,6 +232,7 @@ struct eng_batch *eng_batch_create(void)
     struct eng_batch *b = mg_malloc(sizeof *b);
     mg_buf_init(&b->ops);
     b->n = 0;
+    b->ndel = 0;
     return b;
 }
 
@@ -240,6 +256,7 @@ static void batch_add(struct eng_batch *b, enum batch_opcode op, enum eng_cf cf,
     mg_buf_append(&b->ops, a, al);
     mg_buf_append(&b->ops, bb, bl);
     b->n++;
+    b->ndel += op != BATCH_PUT;
 }
 
 void eng_batch_put(struct eng_batch *b, enum eng_cf cf, const void *k, size_t kl, const void *v,
@@ -264,17 +281,30 @@ size_t eng_batch_count(const struct eng_batch *b)
     return b->n;
 }
 
+/* Decode the op at *pos into h, a (key or range start) and bb (value or range end); advance
+ * *pos. 0 at the end of the batch. */
+static int batch_next(const struct eng_batch *b, size_t *pos, struct batch_op *h,
+                      const char **a, const char **bb)
+{
+    if (*pos >= b->ops.len)
+        return 0;
+    assert(*pos + sizeof *h <= b->ops.len);
+    memcpy(h, b->ops.base + *pos, sizeof *h);
+    *a = b->ops.base + *pos + sizeof *h;
+    *bb = *a + h->alen;
+    *pos += sizeof *h + h->alen + h->blen;
+    assert(*pos <= b->ops.len);
+    return 1;
+}
+
 /* Replay b's ops into a RocksDB batch bound to db's CF handles. */
 static rocksdb_writebatch_t *batch_build(struct eng_db *db, const struct eng_batch *b)
 {
     rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
     size_t pos = 0;
-    while (pos < b->ops.len) {
-        struct batch_op h;
-        assert(pos + sizeof h <= b->ops.len);
-        memcpy(&h, b->ops.base + pos, sizeof h);
-        const char *a = b->ops.base + pos + sizeof h;
-        const char *bb = a + h.alen;
+    struct batch_op h;
+    const char *a, *bb;
+    while (batch_next(b, &pos, &h, &a, &bb)) {
         rocksdb_column_family_handle_t *cf = db->cf[h.cf];
         switch (h.op) {
         case BATCH_PUT:
@@ -288,11 +318,28 @@ static rocksdb_writebatch_t *batch_build(struct eng_db *db, const struct eng_bat
             rocksdb_writebatch_delete_range_cf(wb, cf, a, h.alen, bb, h.blen);
             break;
         }
-        pos += sizeof h + h.alen + h.blen;
     }
     assert(pos == b->ops.len);
     assert((size_t)rocksdb_writebatch_count(wb) == b->n);
     return wb;
+}
+
+/* Tell the tracker about b's deletes, now that they are committed. */
+static void batch_track(struct eng__tracker *t, const struct eng_batch *b)
+{
+    size_t pos = 0, seen = 0;
+    struct batch_op h;
+    const char *a, *bb;
+    eng__tracker_begin(t);
+    while (batch_next(b, &pos, &h, &a, &bb)) {
+        if (h.op == BATCH_DELETE)
+            eng__tracker_delete(t, (enum eng_cf)h.cf, a, h.alen);
+        else if (h.op == BATCH_DELETE_RANGE)
+            eng__tracker_delete_range(t, (enum eng_cf)h.cf, a, h.alen, bb, h.blen);
+        seen += h.op != BATCH_PUT;
+    }
+    eng__tracker_end(t);
+    assert(seen == b->ndel);
 }
 
 int eng_batch_commit(struct eng_db *db, struct eng_batch *b, int sync)
@@ -306,6 +353,8 @@ int eng_batch_commit(struct eng_db *db, struct eng_batch *b, int sync)
     rocksdb_writebatch_destroy(wb);
     if (err != NULL)
         return err_from_rocksdb(err, "commit", NULL);
+    if (db->tracker != NULL && b->ndel > 0)
+        batch_track(db->tracker, b);
     return 0;
 }
 
@@ -425,4 +474,148 @@ uint64_t eng_db_property_int(struct eng_db *db, const char *name)
             sum += v;
     }
     return sum;
+}
+
+const char *eng__cf_name(enum eng_cf cf)
+{
+    assert(cf < ENG_CF__COUNT);
+    return cf_names[cf];
+}
+
+/* Byte-string order of (a, al) and (b, bl), as RocksDB's bytewise comparator. */
+static int bytes_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c != 0 ? c : (al > bl) - (al < bl);
+}
+
+/* 1 if the user keys [smallest, largest] of live file i of lf meet [lo, hi] (hi NULL: none). */
+static int file_overlaps(const rocksdb_livefiles_t *lf, int i, const void *lo, size_t ll,
+                         const void *hi, size_t hl)
+{
+    size_t sn, ln;
+    const char *smallest = rocksdb_livefiles_smallestkey(lf, i, &sn);
+    const char *largest = rocksdb_livefiles_largestkey(lf, i, &ln);
+    return bytes_cmp(largest, ln, lo, ll) >= 0 &&
+           (hi == NULL || bytes_cmp(smallest, sn, hi, hl) <= 0);
+}
+
+static int on_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names of cf's live files in lf, sorted (caller frees the array, not the names). */
+static const char **file_names(const rocksdb_livefiles_t *lf, enum eng_cf cf, size_t *n)
+{
+    int count = rocksdb_livefiles_count(lf);
+    const char **names = mg_malloc(sizeof *names * (size_t)(count > 0 ? count : 1));
+    *n = 0;
+    for (int i = 0; i < count; i++)
+        if (strcmp(rocksdb_livefiles_column_family_name(lf, i), cf_names[cf]) == 0)
+            names[(*n)++] = rocksdb_livefiles_name(lf, i);
+    qsort(names, *n, sizeof *names, on_name_cmp);
+    return names;
+}
+
+static int name_in(const char *name, const char **names, size_t n)
+{
+    return bsearch(&name, names, n, sizeof *names, on_name_cmp) != NULL;
+}
+
+/* Bytes read: the SSTs of cf meeting [start, end) that the compaction consumed (present
+ * before, gone after). Bytes written: the SSTs that are new after it and meet the key span of
+ * what it consumed. A background compaction of the same keys running at the same time is
+ * counted too; a trivial move (a file re-levelled, not rewritten) is not. Two live-file lists
+ * per compaction, off the commit path. */
+void eng__db_compact_tracked(struct eng_db *db, enum eng_cf cf, const void *start, size_t sl,
+                             const void *end, size_t el, uint64_t *bytes_read,
+                             uint64_t *bytes_written)
+{
+    size_t nb, na;
+    assert(cf < ENG_CF__COUNT && start != NULL);
+    const rocksdb_livefiles_t *before = rocksdb_livefiles(db->db);
+    const char **names_b = file_names(before, cf, &nb);
+    eng_compact_range(db, cf, start, sl, end, el);
+    const rocksdb_livefiles_t *after = rocksdb_livefiles(db->db);
+    const char **names_a = file_names(after, cf, &na);
+
+    const char *lo = NULL, *hi = NULL; /* key span consumed */
+    size_t ll = 0, hl = 0, sn, ln;
+    *bytes_read = *bytes_written = 0;
+    for (int i = 0; i < rocksdb_livefiles_count(before); i++) {
+        const char *name = rocksdb_livefiles_name(before, i);
+        if (strcmp(rocksdb_livefiles_column_family_name(before, i), cf_names[cf]) != 0 ||
+            !file_overlaps(before, i, start, sl, end, el) ||
+            name_in(name, names_a, na))
+            continue;
+        const char *s = rocksdb_livefiles_smallestkey(before, i, &sn);
+        const char *l = rocksdb_livefiles_largestkey(before, i, &ln);
+        if (lo == NULL || bytes_cmp(s, sn, lo, ll) < 0) {
+            lo = s;
+            ll = sn;
+        }
+        if (hi == NULL || bytes_cmp(l, ln, hi, hl) > 0) {
+            hi = l;
+            hl = ln;
+        }
+        *bytes_read += rocksdb_livefiles_size(before, i);
+    }
+    for (int i = 0; lo != NULL && i < rocksdb_livefiles_count(after); i++) {
+        if (strcmp(rocksdb_livefiles_column_family_name(after, i), cf_names[cf]) == 0 &&
+            !name_in(rocksdb_livefiles_name(after, i), names_b, nb) &&
+            file_overlaps(after, i, lo, ll, hi, hl))
+            *bytes_written += rocksdb_livefiles_size(after, i);
+    }
+    mg_free(names_a);
+    mg_free(names_b);
+    rocksdb_livefiles_destroy(after);
+    rocksdb_livefiles_destroy(before);
+}
+
+void eng_db_stats_get(struct eng_db *db, struct eng_db_stats *out)
+{
+    assert(db != NULL && out != NULL);
+    memset(out, 0, sizeof *out);
+    out->wal = db->wal;
+    out->compaction = db->compaction;
+    for (int i = 0; i < ENG_CF__COUNT; i++) {
+        uint64_t v = 0;
+        if (rocksdb_property_int_cf(db->db, db->cf[i], "rocksdb.num-deletes-active-mem-table",
+                                    &v) == 0)
+            out->tombstones_mem[i] += v;
+        v = 0;
+        if (rocksdb_property_int_cf(db->db, db->cf[i], "rocksdb.num-deletes-imm-mem-tables",
+                                    &v) == 0)
+            out->tombstones_mem[i] += v;
+    }
+    const rocksdb_livefiles_t *lf = rocksdb_livefiles(db->db);
+    int n = rocksdb_livefiles_count(lf);
+    for (int i = 0; i < n; i++) {
+        const char *cf = rocksdb_livefiles_column_family_name(lf, i);
+        for (int c = 0; c < ENG_CF__COUNT; c++)
+            if (strcmp(cf, cf_names[c]) == 0)
+                out->tombstones_sst[c] += rocksdb_livefiles_deletions(lf, i);
+    }
+    rocksdb_livefiles_destroy(lf);
+    if (db->tracker != NULL)
+        eng__tracker_stats(db->tracker, out);
+}
+
+void eng_perf_begin(void)
+{
+    rocksdb_perfcontext_t *pc = rocksdb_perfcontext_create(); /* wraps this thread's context */
+    rocksdb_set_perf_level(rocksdb_enable_count);
+    rocksdb_perfcontext_reset(pc);
+    rocksdb_perfcontext_destroy(pc);
+}
+
+void eng_perf_end(struct eng_perf *out)
+{
+    rocksdb_perfcontext_t *pc = rocksdb_perfcontext_create();
+    out->internal_delete_skipped =
+        rocksdb_perfcontext_metric(pc, rocksdb_internal_delete_skipped_count);
+    out->internal_key_skipped = rocksdb_perfcontext_metric(pc, rocksdb_internal_key_skipped_count);
+    rocksdb_perfcontext_destroy(pc);
+    rocksdb_set_perf_level(rocksdb_disable);
 }
