@@ -10,7 +10,9 @@
 
 #include "lifecycle/lifecycle.h"
 
-/* Characters (UTF-8 code points) in s, or -1 when s is not valid UTF-8. */
+/* Characters (UTF-8 code points) in s, or -1 when s is not valid UTF-8 or holds a code point
+ * XML 1.0 cannot carry (controls other than tab, LF, CR; surrogates; U+FFFE, U+FFFF), so a
+ * decoded configuration is one an XML body could have given. */
 long lc__utf8_len(struct mg_str s);
 
 /* 1 when a and b hold the same bytes. */

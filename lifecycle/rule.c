@@ -19,24 +19,40 @@
 #include "lifecycle/internal.h"
 
 #define DAY_MS 86400000LL
+#define DATE_MS_END 253402300800000LL /* 10000-01-01T00:00:00Z: dates have 4 year digits */
 
 /* ------------------------------------------------------------------ helpers */
 
 long lc__utf8_len(struct mg_str s)
 {
     long n = 0;
-    size_t i = 0;
-    while (i < s.len) {
+    for (size_t i = 0; i < s.len; n++) {
         unsigned char c = (unsigned char)s.base[i];
-        size_t more = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
-                                   : (c & 0xf8) == 0xf0 ? 3 : 4;
-        if (more == 4 || (more == 1 && c < 0xc2) || (more > 0 && i + more >= s.len))
+        uint32_t cp, min;
+        size_t more;
+        if (c < 0x80)
+            cp = c, more = 0, min = 0;
+        else if ((c & 0xe0) == 0xc0)
+            cp = c & 0x1fu, more = 1, min = 0x80;
+        else if ((c & 0xf0) == 0xe0)
+            cp = c & 0x0fu, more = 2, min = 0x800;
+        else if ((c & 0xf8) == 0xf0)
+            cp = c & 0x07u, more = 3, min = 0x10000;
+        else
             return -1;
-        for (size_t k = 1; k <= more; k++)
-            if (((unsigned char)s.base[i + k] & 0xc0) != 0x80)
+        if (s.len - i <= more)
+            return -1;
+        for (size_t k = 1; k <= more; k++) {
+            unsigned char d = (unsigned char)s.base[i + k];
+            if ((d & 0xc0) != 0x80)
                 return -1;
+            cp = cp << 6 | (d & 0x3fu);
+        }
+        /* XML 1.0 Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF] */
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe ||
+            cp == 0xffff || (cp < 0x20 && cp != 0x9 && cp != 0xa && cp != 0xd))
+            return -1;
         i += more + 1;
-        n++;
     }
     return n;
 }
@@ -135,7 +151,7 @@ static int check_expiration(const struct lc_rule *r, char *errmsg)
         ok = r->exp_date_ms == 0;
         break;
     case LC_EXP_DATE:
-        if (r->exp_date_ms < 0 || r->exp_date_ms % DAY_MS != 0)
+        if (r->exp_date_ms < 0 || r->exp_date_ms >= DATE_MS_END || r->exp_date_ms % DAY_MS != 0)
             return lc__fail(MG_EINVALIDARGUMENT, errmsg, "'Date' must be at midnight GMT");
         ok = r->exp_days == 0;
         break;
@@ -339,13 +355,12 @@ static int header_plain(struct mg_str id)
 
 int lc_expiration_header(int64_t due_ms, struct mg_str rule_id, struct mg_buf *out)
 {
-    /* 253402300800 s is 10000-01-01T00:00:00Z: an HTTP-date has four year digits. */
     static const char wday[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
     static const char mon[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
     time_t t;
     struct tm tm;
-    if (due_ms < 0 || due_ms / 1000 >= 253402300800LL)
+    if (due_ms < 0 || due_ms >= DATE_MS_END) /* an HTTP-date has four year digits */
         return MG_EINVALIDARGUMENT;
     t = (time_t)(due_ms / 1000);
     gmtime_r(&t, &tm); /* not strftime: %a and %b follow the locale */

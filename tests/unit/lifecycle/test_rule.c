@@ -242,6 +242,12 @@ static void test_utf8_len(void **state)
     assert_int_equal(lc__utf8_len(S("\x80")), -1);         /* lone continuation */
     assert_int_equal(lc__utf8_len(S("\xc0\xaf")), -1);     /* overlong */
     assert_int_equal(lc__utf8_len(S("\xff")), -1);
+    assert_int_equal(lc__utf8_len(S("\xe0\x80\xaf")), -1);     /* overlong, 3 bytes */
+    assert_int_equal(lc__utf8_len(S("\xed\xa0\x80")), -1);     /* surrogate */
+    assert_int_equal(lc__utf8_len(S("\xf4\x90\x80\x80")), -1); /* past U+10FFFF */
+    assert_int_equal(lc__utf8_len(S("\xef\xbf\xbe")), -1);     /* U+FFFE */
+    assert_int_equal(lc__utf8_len(S("a\x01")), -1);             /* not an XML 1.0 char */
+    assert_int_equal(lc__utf8_len(S("\t\n\r")), 3);
 }
 
 int test_rule_run(void)
