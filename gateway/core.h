@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Internal to the gateway's HTTP core (server.c, route.c, auth.c, body.c,
- * respond.c, metrics.c): the server object, the routing parser in a form that
- * needs no h2o request (unit tests and the fuzz target call it directly), the
- * auth entry point with an explicit clock, and the per-loop metrics shard.
- * The S3 handlers use gw.h only.
+ * respond.c, metrics.c): the server object and its loops, the
+ * routing parser in a form that needs no h2o request (unit tests and the fuzz
+ * target call it directly), the auth entry point with an explicit clock, and
+ * the per-loop metrics shard. The S3 handlers use gw.h only; gateway.c uses
+ * gw__server_create to register them.
  */
 #ifndef MG_GATEWAY_CORE_H
 #define MG_GATEWAY_CORE_H
@@ -69,6 +70,8 @@ int gw__auth(struct gw_request *r, time_t now);
 /* ---- metrics (metrics.c) */
 
 #define GW_LAT_BUCKETS 15
+#define GW_LAG_BUCKETS 14   /* loop lag: 0.1 .. 100 ms and +Inf (metrics.c) */
+#define GW_LAG_PERIOD_MS 20 /* loop-lag probe period: 50 samples/s per loop (server.c) */
 
 /* Per-loop counters: written by one loop thread only (relaxed atomics), summed on scrape. */
 struct gw__metrics {
@@ -79,11 +82,17 @@ struct gw__metrics {
     uint64_t lat_sum_us[GW_OP__COUNT];
     uint64_t bytes_in;
     uint64_t bytes_out;
+    uint64_t slowdown; /* 503 SlowDown answered because a bounded queue was full */
+    uint64_t lag_bucket[GW_LAG_BUCKETS]; /* loop lag samples, non-cumulative */
+    uint64_t lag_sum_us;
+    uint64_t lag_max_us;
 };
 
 /* Account one finished request (called on the request's loop thread). */
 void gw__metrics_record(struct gw__metrics *m, enum gw_op op, int status, uint64_t latency_us,
                         uint64_t bytes_in, uint64_t bytes_out);
+/* One loop-lag sample: how late the loop's lag timer fired (loop thread). */
+void gw__metrics_record_lag(struct gw__metrics *m, uint64_t lag_us);
 /* Prometheus text exposition of all loops plus meta_stats_get into out. */
 void gw__metrics_render(struct gw_server *srv, struct mg_buf *out);
 
@@ -105,6 +114,8 @@ struct gw__loop {
     uint64_t nconns_refused;
     uv_thread_t thread;
     uint64_t next_request_id;
+    uv_timer_t lag_timer;   /* loop-lag probe (server.c) */
+    uint64_t lag_due_ns;    /* when lag_timer should fire */
     struct gw__metrics metrics;
 };
 
@@ -125,7 +136,12 @@ struct gw_server {
     atomic_int running_loops;
     int64_t started_ms;
     uint64_t request_id_base; /* per-process random prefix of request ids */
+    gw_dispatch_fn dispatch;  /* the S3 handlers (registered by gateway.c) */
 };
+
+/* gw_server_create with the handlers to dispatch to (gateway.c passes gw_s3_dispatch). */
+int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
+                      struct gw_server **out, char *errmsg);
 
 /* Monotonic clock in ns. */
 uint64_t gw__now_ns(void);

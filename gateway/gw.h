@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Internal contract inside gateway/ between the HTTP core (server, routing,
- * authentication, body decoding, responses, metrics: server.c, route.c,
- * auth.c, body.c, respond.c, metrics.c) and the S3 operation handlers
- * (s3_*.c, xml.c). The public header of the module is gateway/gateway.h.
+ * The HTTP core's contract inside gateway/ (the public header of the module
+ * is gateway/gateway.h). The core is server.c, route.c, auth.c, body.c,
+ * respond.c and metrics.c: listener and loops, routing, authentication,
+ * body decoding, responses and metrics. The S3 handlers (s3_*.c, xml.c; their own header gateway/s3.h) sit
+ * on top. Dependencies run one way, handlers -> core: a core file never
+ * includes gateway/s3.h or calls a gw__s3_* / gw_s3_* / XML-building
+ * function; the core reaches the handlers only through the gw_dispatch_fn
+ * that gateway.c registers (gw__server_create). tests/unit/gateway checks the
+ * rule (gateway_layering).
  *
- * Request flow (all on the loop thread that accepted the connection):
- *   on_req -> gw_route (op, bucket, key, subresources)
- *          -> gw_auth (SigV4/SigV2 header or query, or anonymous)
- *          -> gw_s3_dispatch(r)   [handlers, s3_*.c]
- *          -> exactly one gw_respond_* call per request.
- * Handlers run synchronously on the loop (DESIGN.md 5a deviation noted in
- * server.c). Everything allocated for a request comes from r->pool
- * (h2o's request pool) or r->arena, both freed with the request.
+ * Request flow (on the loop thread that accepted the connection):
+ *   on_req -> gw__request_init (route: op, bucket, key, subresources)
+ *          -> gw__auth (SigV4/SigV2 header or query, or anonymous)
+ *          -> the registered dispatch (gw_s3_dispatch)
+ *          -> exactly one gw_respond_* per request, before on_req returns.
+ * Handlers still run synchronously on the loop (server.c).
+ * Everything allocated for a request comes from r->req's pool or r->arena,
+ * both freed with the request; a step that outlives it holds its own memory.
  */
 #ifndef MG_GATEWAY_GW_H
 #define MG_GATEWAY_GW_H
@@ -185,134 +190,19 @@ void gw_respond_error(struct gw_request *r, int rv);
 void gw_respond_data(struct gw_request *r, int status, const struct meta_data *d,
                      uint64_t offset, uint64_t len);
 
-/* ---- XML (xml.c): emission helpers and expat parsing with DOCTYPE rejected */
-
-void gw_xml_open(struct mg_buf *b, const char *root); /* <?xml ...?><root xmlns="..."> */
-void gw_xml_elem(struct mg_buf *b, const char *name, struct mg_str text); /* escaped */
-void gw_xml_elemf(struct mg_buf *b, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void gw_xml_close(struct mg_buf *b, const char *root);
-
-/* ---- handlers (s3_*.c) */
-
-/* Runs the S3 operation r->op for an authenticated (or anonymous) request: checks bucket
- * ownership / ACLs, calls meta/, answers with one gw_respond_*. */
-void gw_s3_dispatch(struct gw_request *r);
-
 /* Time helpers. */
 void gw_http_date(int64_t ms, char out[30]);     /* "Mon, 30 Nov 2026 16:00:00 GMT" */
 void gw_iso8601(int64_t ms, char out[25]);       /* "2026-11-30T16:00:00.000Z" */
 /* Parse an HTTP date (RFC 1123, RFC 850, asctime); -1 if invalid. */
 int64_t gw_http_date_parse(struct mg_str s);
 
+/* XML character escaping (& < > " ' and control bytes as character references): error bodies
+ * here, every XML body in the handlers. */
+void gw_xml_escape(struct mg_buf *b, struct mg_str text);
 
-/* ==== Additions for the S3 handlers (xml.c, s3_*.c). Pure functions: no server needed, unit
- * tested in tests/unit/gateway/test_xml.c and test_s3_*.c. ==== */
+/* ---- registration (server.c): the core calls up into the handlers only through this */
 
-/* ---- XML emission beyond the four helpers above */
-void gw_xml_start(struct mg_buf *b, const char *name);        /* <name> */
-void gw_xml_end(struct mg_buf *b, const char *name);          /* </name> */
-void gw_xml_escape(struct mg_buf *b, struct mg_str text);      /* & < > " ' and controls */
-/* <name>text</name> with text percent-encoded (encoding-type=url, '/' kept) when url is set. */
-void gw_xml_elem_enc(struct mg_buf *b, const char *name, struct mg_str text, int url);
-/* Printf-free elements for the hot LIST/ListParts paths: a decimal, "true"/"false", an escaped
- * C string, and an entity tag in quotes (<ETag>&quot;hex&quot;</ETag>, as S3 sends it). */
-void gw_xml_elem_u64(struct mg_buf *b, const char *name, uint64_t v);
-void gw_xml_elem_bool(struct mg_buf *b, const char *name, int v);
-void gw_xml_elem_cstr(struct mg_buf *b, const char *name, const char *text);
-void gw_xml_elem_etag(struct mg_buf *b, const char *name, struct mg_str etag);
-
-/* ---- XML parsing (expat; DOCTYPE, entity declarations and external entities rejected).
- * Every parser returns 0 or MG_EMALFORMEDXML (r->errmsg-sized errmsg, may be NULL, gets why);
- * results come from arena. */
-struct gw_xml_node {
-    struct mg_str name;          /* local name: any "prefix:" removed */
-    struct mg_str text;          /* character data of a leaf element, NUL-terminated */
-    struct gw_xml_node *parent;
-    struct gw_xml_node *child;   /* first child element */
-    struct gw_xml_node *next;    /* next sibling element */
-};
-#define GW_XML_NODES_MAX 200000 /* elements per document */
-#define GW_XML_DEPTH_MAX 32
-int gw_xml_parse(struct mg_str body, struct mg_arena *a, struct gw_xml_node **root,
-                 char *errmsg);
-/* First child element named name, or NULL. */
-const struct gw_xml_node *gw_xml_child(const struct gw_xml_node *n, const char *name);
-/* Well-formed with the given root element (lifecycle bodies are stored as sent). */
-int gw_xml_check(struct mg_str body, const char *root, struct mg_arena *a, char *errmsg);
-
-/* CompleteMultipartUpload: Part{PartNumber, ETag (quotes removed), Checksum*}; number, etag
- * and checksum are set in each meta_part, in document order. Empty list, more than
- * META_PART_MAX parts or a non-numeric PartNumber -> MG_EMALFORMEDXML. */
-int gw_xml_parse_complete(struct mg_str body, struct mg_arena *a, struct meta_part **parts,
-                          size_t *n, char *errmsg);
-
-#define GW_DELETE_KEYS_MAX 1000
-struct gw_delete_req {
-    int quiet;
-    struct mg_str *keys;
-    size_t nkeys; /* 1..GW_DELETE_KEYS_MAX */
-};
-int gw_xml_parse_delete(struct mg_str body, struct mg_arena *a, struct gw_delete_req *out,
-                        char *errmsg);
-
-#define GW_OBJECT_TAGS_MAX 10
-#define GW_BUCKET_TAGS_MAX 50
-#define GW_TAG_KEY_MAX 128   /* Unicode characters */
-#define GW_TAG_VALUE_MAX 256
-/* Limits: count <= max (MG_EINVALIDTAG... S3 says BadRequest; we use InvalidTag), key 1..128,
- * value <= 256 characters, no duplicate keys. Returns 0 or MG_EINVALIDTAG. */
-int gw_tags_validate(const struct meta_kv *tags, size_t n, size_t max, char *errmsg);
-/* Tagging{TagSet{Tag{Key,Value}}}: MG_EMALFORMEDXML, or gw_tags_validate's MG_EINVALIDTAG. */
-int gw_xml_parse_tagging(struct mg_str body, size_t max, struct mg_arena *a,
-                         struct meta_kv **tags, size_t *n, char *errmsg);
-/* x-amz-tagging: "k1=v1&k2=v2" (url-encoded, '+' is a space). MG_EINVALIDARGUMENT if it does
- * not decode, MG_EINVALIDTAG per gw_tags_validate. */
-int gw_tagging_query_parse(struct mg_str q, size_t max, struct mg_arena *a,
-                           struct meta_kv **tags, size_t *n, char *errmsg);
-
-/* AccessControlPolicy -> the canned ACL it is equivalent to. owner_id is the owner's ID as we
- * emit it (the user name). Grants beyond the canned sets -> MG_ENOTIMPLEMENTED. */
-int gw_xml_parse_acl(struct mg_str body, struct mg_str owner_id, struct mg_arena *a,
-                     enum meta_acl *out, char *errmsg);
-/* x-amz-acl value. Objects also accept bucket-owner-read/-full-control (private here).
- * Returns 0, MG_ENOTIMPLEMENTED (aws-exec-read, log-delivery-write), MG_EINVALIDARGUMENT. */
-int gw_canned_acl_parse(struct mg_str v, int object, enum meta_acl *out);
-const char *gw_canned_acl_name(enum meta_acl acl);
-
-/* CreateBucketConfiguration{LocationConstraint}; loc empty if absent. */
-int gw_xml_parse_location(struct mg_str body, struct mg_arena *a, struct mg_str *loc,
-                          char *errmsg);
-
-/* ---- Range and conditional headers (s3_common.c) */
-
-/* Range header against an object of size bytes. Returns 0 when the whole object is to be sent
- * (no header, malformed, or several ranges: S3 ignores them), 1 with [*off, *off+*len) set,
- * MG_EINVALIDRANGE when unsatisfiable (start beyond the end, suffix of 0, empty object). */
-int gw_range_parse(struct mg_str hdr, uint64_t size, uint64_t *off, uint64_t *len);
-
-/* Conditional request headers, S3 precedence (GetObject docs): If-Match true makes
- * If-Unmodified-Since irrelevant; If-None-Match false (it matched) wins over If-Modified-Since.
- * Dates in ms, -1 if absent or unparseable (ignored). */
-struct gw_cond {
-    struct mg_str if_match;        /* empty: absent */
-    struct mg_str if_none_match;
-    int64_t if_modified_since_ms;
-    int64_t if_unmodified_since_ms;
-};
-/* Returns 0, MG_EPRECONDITION or MG_ENOTMODIFIED (the caller maps that to 412 for copy
- * sources). Times compare at one-second resolution (Last-Modified's). */
-int gw_cond_eval(const struct gw_cond *c, struct mg_str etag, int64_t mtime_ms);
-/* 1 if an entity-tag list ("*", "\"a\", W/\"b\"", unquoted) matches etag (unquoted). */
-int gw_etag_list_match(struct mg_str list, struct mg_str etag);
-
-/* ListObjectsV2 continuation tokens: opaque base64 of the next marker. decode returns 0 or
- * MG_EINVALIDARGUMENT. */
-void gw_token_encode(struct mg_str marker, struct mg_arena *a, struct mg_str *out);
-int gw_token_decode(struct mg_str token, struct mg_arena *a, struct mg_str *out);
-
-/* max-keys / max-parts / max-uploads: absent -> dflt; capped at cap; negative or not a number
- * -> MG_EINVALIDARGUMENT. */
-int gw_parse_max(struct mg_str v, int present, uint32_t dflt, uint32_t cap, uint32_t *out);
+/* Answers one routed, authenticated request (exactly one gw_respond_*, now or later). */
+typedef void (*gw_dispatch_fn)(struct gw_request *r);
 
 #endif

@@ -194,6 +194,9 @@ void gw_respond_error(struct gw_request *r, int rv)
     assert(rv != 0);
     int status = mg_err_status(rv);
     const char *code = mg_err_s3code(rv);
+    struct gw__loop *l = gw__current_loop();
+    if (rv == MG_ESLOWDOWN && l != NULL) /* only this loop's thread writes its shard */
+        __atomic_store_n(&l->metrics.slowdown, l->metrics.slowdown + 1, __ATOMIC_RELAXED);
     if (status >= 500)
         mg_log(MG_LOG_ERROR,
                "event=request_error op=%s status=%d code=%s cause=%s msg=\"%s\" id=%s",
@@ -254,6 +257,42 @@ void gw_respond_error(struct gw_request *r, int rv)
     mg_buf_append(&b, "</HostId></Error>", 17);
     gw_respond(r, status, "application/xml", (struct mg_str){b.base, b.len});
     mg_buf_close(&b);
+}
+
+/* ---- XML escaping (error bodies here; the handlers' XML bodies too) */
+
+/* 1 for the bytes gw_xml_escape rewrites: markup characters and C0 controls / DEL. */
+static int needs_escape(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f || c == '&' || c == '<' || c == '>' || c == '"' || c == '\'';
+}
+
+void gw_xml_escape(struct mg_buf *b, struct mg_str text)
+{
+    size_t i, run = 0;
+    mg_buf_reserve(b, text.len);
+    for (i = 0; i < text.len; i++) {
+        unsigned char c = (unsigned char)text.base[i];
+        const char *rep;
+        char num[8];
+        if (!needs_escape(c))
+            continue;
+        switch (c) {
+        case '&': rep = "&amp;"; break;
+        case '<': rep = "&lt;"; break;
+        case '>': rep = "&gt;"; break;
+        case '"': rep = "&quot;"; break;
+        case '\'': rep = "&apos;"; break;
+        default:
+            /* Keys may hold control bytes; S3 emits them as character references. */
+            snprintf(num, sizeof(num), "&#x%X;", c);
+            rep = num;
+        }
+        mg_buf_append(b, text.base + run, i - run);
+        mg_buf_append(b, rep, strlen(rep));
+        run = i + 1;
+    }
+    mg_buf_append(b, text.base + run, text.len - run);
 }
 
 /* ---- streamed object data */

@@ -3,8 +3,9 @@
  * The gateway server: h2o 2.2.5 (libuv flavour) with one event loop per
  * thread, every loop accepting on its own SO_REUSEPORT listener of one port
  * (DESIGN.md 5a, 12), optional TLS (h2o_accept_ctx_t.ssl_ctx), and the
- * request entry point: route -> authenticate -> gw_s3_dispatch, plus
- * GET /health and GET /metrics.
+ * request entry point: route -> authenticate -> the registered dispatch
+ * (the S3 handlers, gateway.c), plus GET /health and GET /metrics, and the
+ * per-loop lag probe.
  *
  * Deviation from DESIGN.md 5a (until a syncer thread takes fsync off the loop):
  * handlers run synchronously on the loop thread, which is simple and safe with
@@ -154,7 +155,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         gw_respond_error(r, rv);
         return 0;
     }
-    gw_s3_dispatch(r);
+    r->srv->dispatch(r);
     if (r->core.status == 0) {
         mg_log(MG_LOG_ERROR, "event=no_response op=%s id=%s", gw_op_label(r->op), r->request_id);
         snprintf(r->errmsg, sizeof(r->errmsg), "The handler produced no response.");
@@ -215,6 +216,7 @@ static void on_stop_async(uv_async_t *a)
     l->stopping = 1;
     if (!uv_is_closing((uv_handle_t *)&l->listener))
         uv_close((uv_handle_t *)&l->listener, NULL);
+    uv_timer_stop(&l->lag_timer);
     h2o_context_request_shutdown(&l->ctx);
     uv_timer_start(&l->stop_timer, on_stop_tick, 0, STOP_TICK_MS);
 }
@@ -249,10 +251,34 @@ static void loop_dispose(struct gw__loop *l)
         uv_close((uv_handle_t *)&l->listener, NULL);
     uv_close((uv_handle_t *)&l->stop_async, NULL);
     uv_close((uv_handle_t *)&l->stop_timer, NULL);
+    uv_close((uv_handle_t *)&l->lag_timer, NULL);
     h2o_context_dispose(&l->ctx);
     for (int i = 0; i < 16 && uv_run(&l->loop, UV_RUN_NOWAIT) != 0; i++)
         ;
     l->disposed = uv_loop_close(&l->loop) == 0;
+}
+
+/* ---- loop lag: a timer re-armed every GW_LAG_PERIOD_MS; how late it fires is how long the
+ * loop was busy (or blocked) past its due time. */
+
+static void on_lag_timer(uv_timer_t *t);
+
+static void lag_arm(struct gw__loop *l)
+{
+    uv_update_time(&l->loop);
+    l->lag_due_ns = gw__now_ns() + (uint64_t)GW_LAG_PERIOD_MS * 1000000u;
+    uv_timer_start(&l->lag_timer, on_lag_timer, GW_LAG_PERIOD_MS, 0);
+}
+
+static void on_lag_timer(uv_timer_t *t)
+{
+    struct gw__loop *l = t->data;
+    uint64_t now = gw__now_ns();
+    /* libuv's timer clock has 1 ms granularity and may fire up to 1 ms early: clamp at 0. */
+    uint64_t lag_us = now > l->lag_due_ns ? (now - l->lag_due_ns) / 1000 : 0;
+    gw__metrics_record_lag(&l->metrics, lag_us);
+    if (!l->stopping)
+        lag_arm(l);
 }
 
 static void loop_main(void *arg)
@@ -260,6 +286,7 @@ static void loop_main(void *arg)
     struct gw__loop *l = arg;
     struct gw_server *srv = l->srv;
     current_loop = l;
+    lag_arm(l);
     if (atomic_fetch_add(&srv->running_loops, 1) + 1 == srv->nloops) {
         atomic_store(&srv->serving, 1);
         mg_log(MG_LOG_INFO, "event=serving loops=%d port=%u", srv->nloops, srv->port);
@@ -359,6 +386,8 @@ static int loop_init(struct gw_server *srv, struct gw__loop *l, int index,
     l->stop_async.data = l;
     uv_timer_init(&l->loop, &l->stop_timer);
     l->stop_timer.data = l;
+    uv_timer_init(&l->loop, &l->lag_timer);
+    l->lag_timer.data = l;
     return listen_on(l, ss, errmsg);
 }
 
@@ -430,11 +459,14 @@ static void h2o_init_conf(struct gw_server *srv, const struct mg_config *cfg)
              cfg->data_dir);
 }
 
-int gw_server_create(const struct mg_config *cfg, struct gw_server **out, char *errmsg)
+int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
+                      struct gw_server **out, char *errmsg)
 {
+    assert(cfg != NULL && dispatch != NULL);
     signal(SIGPIPE, SIG_IGN);
     struct gw_server *srv = mg_calloc(1, sizeof(*srv));
     srv->cfg = cfg;
+    srv->dispatch = dispatch;
     srv->region = (struct mg_str){cfg->region, strlen(cfg->region)};
     srv->domain = cfg->domain != NULL ? (struct mg_str){cfg->domain, strlen(cfg->domain)}
                                       : (struct mg_str){"", 0};

@@ -19,7 +19,7 @@
 #include <expat.h>
 
 #define MG_MODULE "gateway"
-#include "gateway/gw.h"
+#include "gateway/s3.h"
 
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 
@@ -55,40 +55,6 @@ void gw_xml_end(struct mg_buf *b, const char *name)
     memcpy(b->base + b->len, name, n);
     b->len += n;
     b->base[b->len++] = '>';
-}
-
-/* 1 for the bytes gw_xml_escape rewrites: markup characters and C0 controls / DEL. */
-static int needs_escape(unsigned char c)
-{
-    return c < 0x20 || c == 0x7f || c == '&' || c == '<' || c == '>' || c == '"' || c == '\'';
-}
-
-void gw_xml_escape(struct mg_buf *b, struct mg_str text)
-{
-    size_t i, run = 0;
-    mg_buf_reserve(b, text.len);
-    for (i = 0; i < text.len; i++) {
-        unsigned char c = (unsigned char)text.base[i];
-        const char *rep;
-        char num[8];
-        if (!needs_escape(c))
-            continue;
-        switch (c) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&quot;"; break;
-        case '\'': rep = "&apos;"; break;
-        default:
-            /* Keys may hold control bytes; S3 emits them as character references. */
-            snprintf(num, sizeof(num), "&#x%X;", c);
-            rep = num;
-        }
-        mg_buf_append(b, text.base + run, i - run);
-        mg_buf_append(b, rep, strlen(rep));
-        run = i + 1;
-    }
-    mg_buf_append(b, text.base + run, text.len - run);
 }
 
 void gw_xml_elem(struct mg_buf *b, const char *name, struct mg_str text)

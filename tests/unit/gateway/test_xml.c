@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "gateway/gw.h"
+#include "gateway/s3.h"
 
 #define S(lit) ((struct mg_str){(lit), sizeof(lit) - 1})
 
