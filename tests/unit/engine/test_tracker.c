@@ -32,11 +32,23 @@ struct fix {
     struct eng_db *db; /* open store (WAL off, like production) */
 };
 
-static double now_ms(void)
+static double clock_of_ms(clockid_t c)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(c, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double now_ms(void)
+{
+    return clock_of_ms(CLOCK_MONOTONIC);
+}
+
+/* This thread's CPU time: the overhead figures ignore the other processes on the machine
+ * (with the WAL off a commit's work, the memtable insert, runs on the committing thread). */
+static double cpu_ms(void)
+{
+    return clock_of_ms(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static void open_db(struct fix *f, enum eng_compaction mode, const struct eng_tracker_opts *to)
@@ -359,7 +371,7 @@ static void test_modes_open(void **state)
 #define OVERHEAD_BATCH 1000
 #define OVERHEAD_ROUNDS 200
 
-/* Per-commit cost of the tracker on 1,000-delete batches (printed, not asserted: wall time).
+/* Per-commit cost of the tracker on 1,000-delete batches (printed, not asserted: it is time).
  * Two stores side by side, one per mode, take turns so both see the same machine load. */
 static void test_overhead(void **state)
 {
@@ -372,10 +384,10 @@ static void test_overhead(void **state)
     open_db(&g, ENG_COMPACTION_LOCALITY, &never);
     for (uint32_t r = 0; r < OVERHEAD_ROUNDS; r++) {
         for (int m = 0; m < 2; m++) {
-            double t0 = now_ms();
+            double t0 = cpu_ms();
             write_keys(fx[m]->db, 1, r * OVERHEAD_BATCH, (r + 1) * OVERHEAD_BATCH, 1,
                        OVERHEAD_BATCH);
-            us[m] += (now_ms() - t0) * 1e3 / OVERHEAD_ROUNDS;
+            us[m] += (cpu_ms() - t0) * 1e3 / OVERHEAD_ROUNDS;
         }
     }
     assert_int_equal(stats(g.db).tracker_deletes, (uint64_t)OVERHEAD_ROUNDS * OVERHEAD_BATCH);
@@ -387,21 +399,21 @@ static void test_overhead(void **state)
     size_t kl[OVERHEAD_BATCH];
     for (uint32_t i = 0; i < OVERHEAD_BATCH; i++)
         kl[i] = mkey(keys[i], 7, i);
-    double t0 = now_ms();
+    double t0 = cpu_ms();
     for (uint32_t r = 0; r < OVERHEAD_ROUNDS; r++) {
         eng__tracker_begin(t);
         for (uint32_t i = 0; i < OVERHEAD_BATCH; i++)
             eng__tracker_delete(t, ENG_CF_META, keys[i], kl[i]);
         eng__tracker_end(t);
     }
-    double tracker_us = (now_ms() - t0) * 1e3 / OVERHEAD_ROUNDS;
+    double tracker_us = (cpu_ms() - t0) * 1e3 / OVERHEAD_ROUNDS;
     struct eng_db_stats s;
     memset(&s, 0, sizeof s);
     eng__tracker_stats(t, &s);
     eng__tracker_destroy(t);
     fprintf(stderr,
-            "# overhead: 1,000-delete commit %.0f us (rocksdb) vs %.0f us (locality); tracker "
-            "alone %.1f us per batch (%.1f ns per delete)\n",
+            "# overhead (thread CPU time): 1,000-delete commit %.0f us (rocksdb) vs %.0f us "
+            "(locality); tracker alone %.1f us per batch (%.1f ns per delete)\n",
             us[0], us[1], tracker_us, tracker_us * 1e3 / OVERHEAD_BATCH);
     assert_int_equal(s.tracker_deletes, (uint64_t)OVERHEAD_ROUNDS * OVERHEAD_BATCH);
     assert_int_equal(s.tracker_ranges, 1);
