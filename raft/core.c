@@ -281,16 +281,31 @@ void mraft__group_attach(struct mraft_group *g, struct raft *r)
 
 /* Gap (c), see README.md: libraft 0.15 keeps entries in a follower's
  * in-memory log after their disk write failed (fixed upstream in 857e17e), so
- * the follower later acknowledges or builds on entries that are not on disk.
- * The host interposes on io->append and treats any failed append as fatal for
- * the process (fail-stop, as etcd does on a WAL write error): on restart the
- * in-memory log is rebuilt from what the disk really holds. */
+ * the follower later acknowledges or builds on entries that are not on disk;
+ * and its uv writer keeps the failed bytes in the open segment's buffer, so a
+ * later write would put them on disk again, shifting every later entry. A
+ * leader's failed append truncates its in-memory log at that index.
+ *
+ * The host interposes on io->append and fences the group on the first failed
+ * append (ENOSPC from segment preallocation or a short write, EIO): no
+ * further append reaches the writer (wrapped_append fails them at once, so
+ * raft_apply and raft_barrier fail and a follower's recvAppendEntries turns
+ * the instance unavailable), and the host stops the group's libraft instance
+ * from its check phase (mraft__host_kick), which fails every pending request;
+ * the owner reopens the group to reload the log from disk. The process never
+ * aborts. A unit-test hook (io_failure) replaces the fence. */
 struct wrapped_append {
     struct raft_io_append mine;  /* handed to the real io */
     struct raft_io_append *req;  /* libraft's */
     raft_io_append_cb cb;        /* libraft's */
     struct mraft_group *g;       /* whose io */
+    uint64_t index;              /* first entry's index */
 };
+
+static int fence_code(int raft_status)
+{
+    return raft_status == RAFT_NOSPACE ? MG_ENOSPC : MG_EIO;
+}
 
 static void on_wrapped_append(struct raft_io_append *mine, int status)
 {
@@ -298,16 +313,26 @@ static void on_wrapped_append(struct raft_io_append *mine, int status)
     struct mraft_group *g = w->g;
     struct raft_io_append *req = w->req;
     raft_io_append_cb cb = w->cb;
+    uint64_t index = w->index;
     mg_free(w);
     if (status != 0 && status != RAFT_CANCELED && !g->closing) {
         g->n_io_failures++;
-        if (g->io_failure != NULL)
+        if (g->io_failure != NULL) {
             g->io_failure(g, status);
-        else {
-            mg_log(MG_LOG_FATAL, "event=append_failed group=%llu raft=%s action=fail_stop",
-                   (unsigned long long)g->id, raft_strerror(status));
-            abort();
+        } else if (g->fence_err == 0) {
+            g->fence_err = fence_code(status);
+            mg_log(MG_LOG_ERROR, "event=append_failed group=%llu index=%llu raft=%s action=fence",
+                   (unsigned long long)g->id, (unsigned long long)index,
+                   raft_strerror(status));
+            if (g->host != NULL)
+                mraft__host_kick(g->host, g); /* stop it outside libraft's callbacks */
         }
+        /* A leader's first failure truncated the in-memory log at its index;
+         * handing libraft a failure for entries already gone would make it
+         * truncate past the end of the log (0.15's removeSuffix underflows).
+         * Its success path only releases entries that are no longer there. */
+        if (index > raft_last_index(g->raft))
+            status = 0;
     }
     cb(req, status);
 }
@@ -317,10 +342,15 @@ static int wrapped_append(struct raft_io *io, struct raft_io_append *req,
 {
     struct raft *r = io->data;
     struct mraft_group *g = r->fsm->data;
+    if (g->fence_err != 0)
+        return to_raft(g->fence_err);
     struct wrapped_append *w = mg_malloc(sizeof(*w));
     w->req = req;
     w->cb = cb;
     w->g = g;
+    /* Both libraft callers (appendLeader, replicationAppend) append the
+     * entries to the in-memory log first: they are its last n. */
+    w->index = raft_last_index(r) + 1 - n;
     w->mine.data = w;
     int rv = g->io_append(io, &w->mine, entries, n, on_wrapped_append);
     if (rv != 0)
@@ -355,6 +385,36 @@ static int wrapped_send(struct raft_io *io, struct raft_io_send *req,
     return g->io_send(io, req, m, cb);
 }
 
+/* libraft 0.15's uv backend fires its close callback from
+ * uvMaybeFireCloseCb once its queues are empty, but that check does not
+ * count segment writers whose handles are still closing (a segment leaves the
+ * queue before its writer closes; a writer with threadpool writes in flight
+ * closes only when they finish) nor peer streams being closed, and each of
+ * those calls uvMaybeFireCloseCb again when it finishes, which fires the
+ * callback again. Seen as a crash in raft's ioCloseCb (raft_free of a freed
+ * r->address) about once in 15 runs of the unit tests. The wrapper passes the
+ * first firing to libraft and swallows the others; the host keeps the io and
+ * the group allocated for a while after the first (host.c, REAP_DELAY_MS). */
+static void on_wrapped_close(struct raft_io *io)
+{
+    struct raft *r = io->data;
+    struct mraft_group *g = r->fsm->data;
+    if (g->io_close_fired++ > 0) {
+        mg_log(MG_LOG_INFO, "event=late_close_callback group=%llu n=%u",
+               (unsigned long long)g->id, g->io_close_fired);
+        return;
+    }
+    g->io_close_cb(io);
+}
+
+static void wrapped_close(struct raft_io *io, raft_io_close_cb cb)
+{
+    struct raft *r = io->data;
+    struct mraft_group *g = r->fsm->data;
+    g->io_close_cb = cb;
+    g->io_close(io, on_wrapped_close);
+}
+
 /* Call after raft_init (which sets io->data to the raft instance). */
 void mraft__group_wrap_io(struct mraft_group *g)
 {
@@ -363,6 +423,8 @@ void mraft__group_wrap_io(struct mraft_group *g)
     g->raft->io->append = wrapped_append;
     g->io_send = g->raft->io->send;
     g->raft->io->send = wrapped_send;
+    g->io_close = g->raft->io->close;
+    g->raft->io->close = wrapped_close;
 }
 
 int mraft__group_start(struct mraft_group *g)
@@ -448,19 +510,48 @@ static uint64_t leader_hint(struct mraft_group *g)
 
 static void flush(struct mraft_group *g);
 
+/* The status a failed request reports: shutdown, the fence, or libraft's. */
+static int fail_status(const struct mraft_group *g, int raft_status)
+{
+    if (g->closing)
+        return MG_ESHUTDOWN;
+    if (g->fence_err != 0)
+        return g->fence_err;
+    return mraft__err(raft_status);
+}
+
 /* Success runs inside libraft's replicationApply (applyCommand fires the
  * callback after fsm->apply, before last_applied moves on; nothing there uses
  * the log after the callback), so the next wave can be appended right here:
  * raft_apply only appends to the in-memory log and queues the write. Failures
  * come from appendLeaderCb before it truncates the log, where appending would
  * be undone: those wait for the tick. */
+const uint64_t mraft_latency_bounds_us[MRAFT_LATENCY_BUCKETS - 1] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+};
+
+static void count_commit(struct mraft_group *g, const struct mraft_propose *req)
+{
+    uint64_t us = (uv_hrtime() - req->start_ns) / 1000;
+    unsigned i = 0;
+    while (i < MRAFT_LATENCY_BUCKETS - 1 && us > mraft_latency_bounds_us[i])
+        i++;
+    g->lat_bucket[i]++;
+    g->lat_sum_us += us;
+    g->n_commits++;
+}
+
 static void on_applied(struct raft_apply *ar, int status, void *result)
 {
     struct mraft_propose *req = ar->data;
     struct mraft_group *g = req->g;
     assert(g->n_inflight > 0);
     g->n_inflight--;
-    int rv = status == 0 ? 0 : g->closing ? MG_ESHUTDOWN : mraft__err(status);
+    int rv = status == 0 ? 0 : fail_status(g, status);
+    if (rv == 0)
+        count_commit(g, req);
+    else
+        g->n_failed++;
     req->cb(req, rv, ar->index, rv == 0 ? g->raft->id : leader_hint(g), result);
     if (status == 0 && g->n_inflight == 0 && !g->closing)
         flush(g); /* the wave completed: the queued proposals go out now */
@@ -482,6 +573,7 @@ static int submit(struct mraft_group *g, struct mraft_propose *req)
 
 static void fail_propose(struct mraft_propose *req, int status, uint64_t hint)
 {
+    req->g->n_failed++;
     raft_free(req->buf);
     req->buf = NULL;
     req->cb(req, status, 0, hint, NULL);
@@ -521,6 +613,8 @@ int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const 
         return MG_ESHUTDOWN;
     if (len == 0)
         return MG_EINVALIDARGUMENT;
+    if (g->fence_err != 0)
+        return g->fence_err;
     if (g->raft->state != RAFT_LEADER || g->raft->transfer != NULL) {
         if (hint != NULL)
             *hint = leader_hint(g);
@@ -528,9 +622,14 @@ int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const 
     }
     if (g->n_queued >= g->tuning.max_pending)
         return MG_EBUSY;
+    if (g->host != NULL && mraft__host_admit(g->host, len) != 0) {
+        g->n_refused_nospace++;
+        return MG_ENOSPC;
+    }
     req->cb = cb;
     req->g = g;
     req->len = len;
+    req->start_ns = uv_hrtime();
     req->next = NULL;
     req->buf = raft_malloc(len);
     memcpy(req->buf, buf, len);
@@ -561,7 +660,7 @@ static void on_read_barrier(struct raft_barrier *b, int status)
     struct raft *r = g->raft;
     struct mraft_read *list = g->r_inflight;
     bool ok = status == 0 && r->state == RAFT_LEADER && r->current_term == g->read_term;
-    int rv = ok ? 0 : g->closing ? MG_ESHUTDOWN : MG_ENOTLEADER;
+    int rv = ok ? 0 : fail_status(g, RAFT_NOTLEADER);
     g->r_inflight = NULL;
     g->read_barrier_busy = false;
     while (list != NULL) {
@@ -598,6 +697,8 @@ int mraft_group_read(struct mraft_group *g, struct mraft_read *req, mraft_read_c
     assert(req != NULL && cb != NULL);
     if (g->closing)
         return MG_ESHUTDOWN;
+    if (g->fence_err != 0)
+        return g->fence_err;
     if (g->raft->state != RAFT_LEADER || g->raft->transfer != NULL) {
         if (hint != NULL)
             *hint = leader_hint(g);
@@ -662,7 +763,7 @@ void mraft__group_tick(struct mraft_group *g)
         return;
     if (r->state != RAFT_LEADER) {
         if (g->q_head != NULL || g->r_head != NULL)
-            mraft__group_fail_queued(g, MG_ENOTLEADER);
+            mraft__group_fail_queued(g, g->fence_err != 0 ? g->fence_err : MG_ENOTLEADER);
         /* Gap (b), see README.md: libraft 0.15 lets a follower become a
          * candidate while it installs a snapshot (fixed upstream in 4fbd3c0
          * by resetting the election timer). Do the same from the tick. */
@@ -733,6 +834,31 @@ struct raft *mraft_group_raft(struct mraft_group *g)
     return g->raft;
 }
 
+void mraft_group_stats_get(struct mraft_group *g, struct mraft_group_stats *out)
+{
+    struct raft *r = g->raft;
+    memset(out, 0, sizeof(*out));
+    out->inflight = g->n_inflight;
+    out->queued = g->n_queued;
+    out->commits = g->n_commits;
+    out->failed = g->n_failed;
+    out->refused_nospace = g->n_refused_nospace;
+    memcpy(out->latency_bucket, g->lat_bucket, sizeof(out->latency_bucket));
+    out->latency_count = g->n_commits;
+    out->latency_sum_us = g->lat_sum_us;
+    out->applied_index = g->applied;
+    out->durable_index = g->owner->durable_index(g->owner_data);
+    out->commit_index = r->commit_index;
+    out->last_index = raft_last_index(r);
+    out->snapshot_index = r->log.snapshot.last_index;
+    out->log_bytes = g->host != NULL ? mraft__host_log_bytes(g) : 0;
+    out->fence_err = g->fence_err;
+    out->role = mraft_group_role(g);
+    out->ready = mraft_group_ready(g);
+    out->term = r->current_term;
+    out->leader_id = mraft_group_leader(g, NULL);
+}
+
 /* ---- membership and transfer ------------------------------------------------- */
 
 static void on_change(struct raft_change *c, int status)
@@ -745,7 +871,7 @@ static void on_change(struct raft_change *c, int status)
         if (status == 0)
             return;
     }
-    int rv = status == 0 ? 0 : g->closing ? MG_ESHUTDOWN : mraft__err(status);
+    int rv = status == 0 ? 0 : fail_status(g, status);
     g->change_busy = false;
     g->change_promote = 0;
     g->change_cb(g->change_data, rv);

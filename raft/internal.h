@@ -105,13 +105,28 @@ struct mraft_group {
     void *change_data;                  /* its argument */
     struct raft_transfer transfer;      /* request storage */
     bool transfer_busy;                 /* a transfer is running */
-    /* disk failure (gap-(c) workaround, core.c) */
+    /* disk failure (gap-(c) workaround and fence, core.c) */
+    int fence_err;                      /* MG_ENOSPC/MG_EIO after a failed append, else 0 */
+    bool stopping;                      /* fenced: raft_close called by the host */
+    bool raft_closed;                   /* libraft instance closed and its io released */
     int (*io_append)(struct raft_io *, struct raft_io_append *, const struct raft_entry[],
                      unsigned, raft_io_append_cb); /* libraft io's own append */
-    void (*io_failure)(struct mraft_group *g, int status); /* NULL: fail-stop (abort) */
+    void (*io_failure)(struct mraft_group *g, int status); /* tests; NULL: fence */
     int (*io_send)(struct raft_io *, struct raft_io_send *, const struct raft_message *,
                    raft_io_send_cb);  /* libraft io's own send */
+    void (*io_close)(struct raft_io *, raft_io_close_cb); /* libraft io's own close */
+    raft_io_close_cb io_close_cb;       /* libraft's callback for it */
+    unsigned io_close_fired;            /* times the io fired it (core.c: > 1 happens) */
+    uv_timer_t reap;                    /* host: delays releasing the io after close */
     unsigned n_sends_dropped;           /* replies with no leader to go to */
+    /* stats (struct mraft_group_stats) */
+    uint64_t n_commits;                 /* proposals acked with status 0 */
+    uint64_t n_failed;                  /* accepted proposals failed */
+    uint64_t n_refused_nospace;         /* refused by disk-full admission */
+    uint64_t lat_bucket[MRAFT_LATENCY_BUCKETS]; /* commit latency histogram */
+    uint64_t lat_sum_us;                /* and its sum */
+    uint64_t log_bytes;                 /* last directory scan (host.c) */
+    uint64_t log_bytes_at_ms;           /* uv_now of that scan; 0: never */
     unsigned n_io_failures;             /* failed appends seen */
     /* close */
     bool closing;                       /* destroy called */
@@ -140,8 +155,18 @@ int mraft__desc_decode(const struct raft_buffer *buf, struct mraft_snapshot_desc
 void mraft__put64(unsigned char *p, uint64_t v);
 uint64_t mraft__get64(const unsigned char *p);
 
-/* host.c: run g's tick in this loop iteration's check phase */
+/* host.c: run g's tick in this loop iteration's check phase (a fenced group
+ * is stopped there, a destroyed stopped one finished) */
 void mraft__host_kick(struct mraft_host *h, struct mraft_group *g);
+/* host.c: disk-full admission of a proposal of len bytes: MG_ENOSPC when the
+ * data dir's free space (cached, see host.c) is below min_free_bytes. */
+int mraft__host_admit(struct mraft_host *h, size_t len);
+/* host.c: bytes allocated by g's directory, rescanned at most once a second. */
+uint64_t mraft__host_log_bytes(struct mraft_group *g);
+/* Tests: replace statvfs as the source of the data dir's free bytes (NULL:
+ * statvfs again) and drop the cached figure. Returns 0 or an errno value. */
+typedef int (*mraft__free_space_fn)(const char *dir, uint64_t *free_bytes);
+void mraft__host_set_free_space(struct mraft_host *h, mraft__free_space_fn fn);
 
 /* aio_defer.c: io_destroy off the loop thread (see the file comment) */
 void mraft__aio_defer_init(void);

@@ -125,6 +125,13 @@ struct mraft_host_config {
     unsigned tick_ms;                /* 0: 25; leader/ready polling period */
     unsigned balance_interval_ms;    /* 0: off; leader balancing period */
     unsigned max_pending;            /* 0: 1024; bound on queued proposals per group */
+    /* Disk-full admission: mraft_group_propose answers MG_ENOSPC while the
+     * free space of data_dir's file system (statvfs f_bavail, cached for at
+     * most 100 ms or min_free_bytes / 4 admitted bytes) minus the bytes
+     * admitted since it was read is below min_free_bytes + the proposal's
+     * length. 0: max(4 MiB, 2 segments). The reserve leaves room for the
+     * barriers of reads, elections and snapshots. */
+    uint64_t min_free_bytes;
 };
 
 typedef void (*mraft_host_close_cb)(struct mraft_host *h, void *data);
@@ -199,13 +206,68 @@ uint64_t mraft_group_applied(struct mraft_group *g);
 /* The raw libraft instance, for tests and diagnostics only. */
 struct raft *mraft_group_raft(struct mraft_group *g);
 
+/* Commit-latency histogram buckets: upper bounds in microseconds of buckets
+ * 0 .. MRAFT_LATENCY_BUCKETS - 2; the last bucket is +inf. */
+#define MRAFT_LATENCY_BUCKETS 11
+extern const uint64_t mraft_latency_bounds_us[MRAFT_LATENCY_BUCKETS - 1];
+
+/* Per-group figures for /metrics (mraft_group_stats_get). Counters count
+ * since the group was opened in this process; gauges are read at the call. */
+struct mraft_group_stats {
+    /* proposals */
+    uint64_t inflight;            /* gauge: submitted to libraft, callback not run yet */
+    uint64_t queued;              /* gauge: accepted, waiting in the group's queue
+                                   * (for readiness or for the in-flight wave) */
+    uint64_t commits;             /* counter: proposals acknowledged with status 0 */
+    uint64_t failed;              /* counter: accepted proposals whose callback got
+                                   * a nonzero status (not leader, fence, shutdown) */
+    uint64_t refused_nospace;     /* counter: proposals refused with MG_ENOSPC by
+                                   * disk-full admission (callback not run) */
+    /* commit latency, mraft_group_propose -> owner's apply (the callback runs
+     * right after it), of the proposals counted in commits */
+    uint64_t latency_bucket[MRAFT_LATENCY_BUCKETS]; /* counter: commits whose latency
+                                   * is <= mraft_latency_bounds_us[i] and above the
+                                   * previous bound (per bucket, not cumulative; the
+                                   * last is above 100 ms) */
+    uint64_t latency_count;       /* counter: = commits */
+    uint64_t latency_sum_us;      /* counter: sum of those latencies, microseconds */
+    /* indexes */
+    uint64_t applied_index;       /* gauge: mraft_group_applied() */
+    uint64_t durable_index;       /* gauge: the owner's durable_index() now; the
+                                   * lag applied - durable is what a crash replays */
+    uint64_t commit_index;        /* gauge: libraft's commit index */
+    uint64_t last_index;          /* gauge: last index in the log (appended, maybe
+                                   * not committed or stored yet) */
+    uint64_t snapshot_index;      /* gauge: index of the last snapshot taken */
+    /* disk */
+    uint64_t log_bytes;           /* gauge: bytes allocated on disk by the group's
+                                   * directory (segments, snapshots, metadata;
+                                   * st_blocks, so preallocated segments count in
+                                   * full), rescanned at most once a second; 0 for
+                                   * a group not on a host's data dir */
+    int fence_err;                /* 0, or MG_ENOSPC / MG_EIO once a failed log
+                                   * append fenced the group (mraft_group_propose) */
+    /* leadership */
+    enum mraft_role role;         /* mraft_group_role() */
+    bool ready;                   /* mraft_group_ready() */
+    uint64_t term;                /* current term */
+    uint64_t leader_id;           /* known leader, 0 if none */
+};
+
+/* Fill *out with g's figures. Cheap (no I/O but a directory scan at most
+ * once a second); call from the host loop like everything else. */
+void mraft_group_stats_get(struct mraft_group *g, struct mraft_group_stats *out);
+
 struct mraft_propose;
 /*
  * Proposal outcome: status 0 means the entry was committed and applied at
  * index, and result is what the owner's apply returned. Nonzero status:
  * MG_ENOTLEADER (leader_hint = known leader id or 0; if leadership was lost
  * after the entry was appended the outcome is unknown, so retries must carry
- * a request id, DESIGN.md 6), MG_ESHUTDOWN, MG_EIO, MG_ENOSPC.
+ * a request id, DESIGN.md 6), MG_ESHUTDOWN, MG_EIO or MG_ENOSPC (the group's
+ * log write failed: the group is fenced, see mraft_group_propose; the outcome
+ * is unknown too, since bytes of a failed write may be on disk and apply when
+ * the group is reopened).
  */
 typedef void (*mraft_propose_cb)(struct mraft_propose *req, int status, uint64_t index,
                                  uint64_t leader_hint, void *result);
@@ -219,6 +281,7 @@ struct mraft_propose {
     void *buf;                    /* raft_malloc'd copy of the payload */
     size_t len;
     struct mraft_propose *next;   /* queue link */
+    uint64_t start_ns;            /* uv_hrtime() when accepted (commit latency) */
     uint64_t raft_req[16];        /* storage for struct raft_apply */
 };
 
@@ -232,8 +295,22 @@ struct mraft_propose {
  * last_stored (README.md "gaps"). The next wave is submitted as soon as the
  * last entry of the previous one is applied (from that entry's apply path,
  * after its callback), not at the next tick.
- * Errors (callback not run): MG_ENOTLEADER (*leader_hint set when non-NULL),
- * MG_EBUSY (queue full), MG_ESHUTDOWN, MG_EINVALIDARGUMENT (len 0).
+ * Errors (callback not run, nothing appended): MG_ENOTLEADER (*leader_hint set
+ * when non-NULL), MG_EBUSY (queue full), MG_ENOSPC (free space of the data
+ * dir below the host's min_free_bytes: refused before the log append; the
+ * caller answers 507 and may retry once space is freed), MG_ESHUTDOWN,
+ * MG_EINVALIDARGUMENT (len 0), or the fence code below.
+ *
+ * A failed log append (ENOSPC preallocating a segment, a short write, EIO)
+ * never aborts the process: it fences the group. The failed proposals and
+ * every pending proposal and read fail with MG_ENOSPC (no space) or MG_EIO
+ * (any other I/O error); the host then closes the group's libraft instance
+ * (role MRAFT_UNAVAILABLE; in a multi-voter group the other voters elect a
+ * leader as if this node had crashed), and every later proposal or read on it
+ * fails at once with the same code. Committed state is untouched. To resume,
+ * the owner calls mraft_group_destroy (remove_data false) and then
+ * mraft_group_create, which reloads the log from disk and replays what the
+ * engine has not flushed, as after a restart.
  */
 int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const void *buf,
                         size_t len, mraft_propose_cb cb, uint64_t *leader_hint);
@@ -241,7 +318,8 @@ int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const 
 struct mraft_read;
 /* Read permission: status 0 means the owner's applied state now reflects every
  * write acknowledged before mraft_group_read was called; serve the read
- * synchronously inside the callback. Else MG_ENOTLEADER / MG_ESHUTDOWN. */
+ * synchronously inside the callback. Else MG_ENOTLEADER / MG_ESHUTDOWN, or
+ * the fence code (MG_EIO / MG_ENOSPC, see mraft_group_propose). */
 typedef void (*mraft_read_cb)(struct mraft_read *req, int status);
 struct mraft_read {
     void *data;              /* caller's */
@@ -253,7 +331,9 @@ struct mraft_read {
 /*
  * Linearizable read gate (barrier-batched read index, see file comment).
  * Errors (callback not run): MG_ENOTLEADER (*leader_hint set when non-NULL),
- * MG_EBUSY (too many queued reads), MG_ESHUTDOWN.
+ * MG_EBUSY (too many queued reads), MG_ESHUTDOWN, the fence code. Reads are
+ * not refused by disk-full admission (their barrier entries are tiny and
+ * come out of the min_free_bytes reserve).
  */
 int mraft_group_read(struct mraft_group *g, struct mraft_read *req, mraft_read_cb cb,
                      uint64_t *leader_hint);
