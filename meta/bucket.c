@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Bucket ops: name rules, create/get/delete/list/update. A bucket is the row
- * B·name (id, owner, created, acl, tags, lifecycle) plus its counters row
- * M·id·0·"" (DESIGN.md 4: the _attr_ row of the flat namespace). Ids come from
- * the S·"bucket-id" sequence and are never reused, so rows a deleted bucket
- * left in an async index can never be mistaken for a new bucket's. Create and
+ * Bucket ops: name rules, create/get/delete/list/update. A bucket is the
+ * shard-0 row 0x02 'B'·name (id, owner, created, acl, tags, lifecycle) plus
+ * its counters row 0x03·id·'A' in its own data range (DESIGN.md 4: the
+ * _attr_ row; meta/internal.h, "key schema"). Ids come from the 0x02
+ * 'S'·"bucket-id" sequence and are never reused, so rows a deleted bucket
+ * left behind can never be mistaken for a new bucket's. Create and
  * delete take the bucket's rwlock for writing; object writes hold it for
  * reading, so no object can land in a bucket being deleted.
  */
@@ -83,7 +84,7 @@ static int slot_matches(const struct meta_bucket_cache_slot *s, struct mg_str na
     return s->valid && s->name_len == name.len && memcmp(s->name, name.base, name.len) == 0;
 }
 
-/* The B·name row into v, from the cache or the engine. *found = 0 if absent. */
+/* The bucket record row into v, from the cache or the engine. *found = 0 if absent. */
 static int read_bucket_row(struct meta_store *ms, struct mg_str name, struct mg_buf *v, int *found)
 {
     struct meta_bucket_cache_slot *s = meta__bucket_slot(ms, name);
@@ -144,7 +145,7 @@ int meta_bucket_get(struct meta_store *ms, struct mg_str name, struct mg_arena *
     return rv;
 }
 
-/* Next bucket id from the S·"bucket-id" sequence; the new value is written by the caller's
+/* Next bucket id from the "bucket-id" sequence; the new value is written by the caller's
  * batch (the caller holds seq_lock until the batch is applied). */
 static int next_bucket_id(struct meta_store *ms, struct eng_batch *b, uint64_t *id)
 {
@@ -152,7 +153,7 @@ static int next_bucket_id(struct meta_store *ms, struct eng_batch *b, uint64_t *
     int found;
     mg_buf_init(&k);
     mg_buf_init(&v);
-    mg_buf_append(&k, "Sbucket-id", 10);
+    meta__key_seq(&k, (struct mg_str){META_SEQ_BUCKET_ID, sizeof(META_SEQ_BUCKET_ID) - 1});
     int rv = meta__get(ms, ENG_CF_META, &k, &v, &found);
     if (rv == 0 && found && v.len != 8)
         rv = MG_ECORRUPT;
@@ -196,7 +197,7 @@ static int create_locked(struct meta_store *ms, struct mg_str name, struct mg_st
         meta__bucket_encode(&rec, &v);
         eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
         k.len = v.len = 0;
-        meta__key_meta_prefix(&k, rec.id, 0);
+        meta__key_bucket_attr(&k, rec.id);
         meta__counters_encode(0, 0, &v);
         eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
         rv = meta__shard_apply(&ms->shard, b);
@@ -225,27 +226,18 @@ int meta_bucket_create(struct meta_store *ms, struct mg_str name, struct mg_str 
     return rv;
 }
 
-/* Any row in [lo, lo's successor) other than skip (may be NULL)? Bounded: reads at most 2. */
-static int range_has_rows(struct meta_store *ms, const struct mg_buf *lo, const struct mg_buf *skip,
-                          int *any)
+/* Any row in bucket id's table? Bounded: reads at most 1. */
+static int table_has_rows(struct meta_store *ms, uint64_t id, char table, int *any)
 {
-    struct mg_buf hi;
+    struct mg_buf lo, hi;
+    mg_buf_init(&lo);
     mg_buf_init(&hi);
-    mg_buf_append(&hi, lo->base, lo->len);
-    int none = meta__key_successor(&hi);
-    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo->base, lo->len,
-                                          none ? NULL : hi.base, none ? 0 : hi.len);
-    *any = 0;
-    for (eng_iter_seek(it, lo->base, lo->len); eng_iter_valid(it); eng_iter_next(it)) {
-        size_t kl;
-        const char *key = eng_iter_key(it, &kl);
-        if (skip != NULL && kl == skip->len && memcmp(key, skip->base, kl) == 0)
-            continue;
-        *any = 1;
-        break;
-    }
+    meta__key_table_range(id, table, &lo, &hi);
+    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
+    *any = eng_iter_valid(it);
     int rv = eng_iter_status(it);
     eng_iter_destroy(it);
+    mg_buf_close(&lo);
     mg_buf_close(&hi);
     return rv;
 }
@@ -254,21 +246,11 @@ static int range_has_rows(struct meta_store *ms, const struct mg_buf *lo, const 
  * in-progress multipart uploads. */
 static int bucket_is_empty(struct meta_store *ms, uint64_t id, int *empty)
 {
-    struct mg_buf lo, counters;
     int any = 0;
-    mg_buf_init(&lo);
-    mg_buf_init(&counters);
-    meta__key_meta_prefix(&counters, id, 0);
-    mg_buf_append(&lo, "M", 1);
-    meta__put_u64(&lo, id);
-    int rv = range_has_rows(ms, &lo, &counters, &any);
-    if (rv == 0 && !any) {
-        lo.base[0] = META_T_UPLOAD;
-        rv = range_has_rows(ms, &lo, NULL, &any);
-    }
+    int rv = table_has_rows(ms, id, META_TBL_META, &any);
+    if (rv == 0 && !any)
+        rv = table_has_rows(ms, id, META_TBL_UPLOAD, &any);
     *empty = !any;
-    mg_buf_close(&lo);
-    mg_buf_close(&counters);
     return rv;
 }
 
@@ -289,7 +271,7 @@ static int delete_locked(struct meta_store *ms, struct mg_str name)
     meta__key_bucket(&k, name);
     eng_batch_delete(b, ENG_CF_META, k.base, k.len);
     k.len = 0;
-    meta__key_meta_prefix(&k, id, 0);
+    meta__key_bucket_attr(&k, id);
     eng_batch_delete(b, ENG_CF_META, k.base, k.len);
     rv = meta__shard_apply(&ms->shard, b);
     if (rv == 0)
@@ -313,30 +295,37 @@ int meta_bucket_delete(struct meta_store *ms, struct mg_str name)
 int meta_bucket_list(struct meta_store *ms, struct mg_str owner, struct mg_arena *a,
                      struct meta_bucket **out, size_t *n)
 {
-    const char lo[1] = {META_T_BUCKET}, hi[1] = {META_T_BUCKET + 1};
     size_t cap = 16, cnt = 0;
     struct meta_bucket *v = mg_malloc(cap * sizeof(*v));
-    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo, 1, hi, 1);
+    struct mg_buf lo, hi;
+    mg_buf_init(&lo);
+    mg_buf_init(&hi);
+    meta__key_buckets_range(&lo, &hi);
+    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
     int rv = 0;
-    for (eng_iter_seek(it, lo, 1); eng_iter_valid(it); eng_iter_next(it)) {
+    for (; eng_iter_valid(it); eng_iter_next(it)) {
         size_t kl, vl;
         const char *key = eng_iter_key(it, &kl);
         const char *val = eng_iter_value(it, &vl);
         struct meta_bucket bk;
-        if (meta__bucket_decode(val, vl, a, &bk) != 0) {
-            mg_log(MG_LOG_ERROR, "event=corrupt_bucket_record bucket=%.*s", (int)kl - 1, key + 1);
+        struct mg_str name;
+        if (meta__key_bucket_decode(key, kl, &name) != 0 ||
+            meta__bucket_decode(val, vl, a, &bk) != 0) {
+            mg_log(MG_LOG_ERROR, "event=corrupt_bucket_record key_len=%zu", kl);
             continue; /* one bad row must not hide every other bucket */
         }
         if (owner.len &&
             (bk.owner.len != owner.len || memcmp(bk.owner.base, owner.base, owner.len) != 0))
             continue;
-        bk.name = (struct mg_str){mg_arena_dup(a, key + 1, kl - 1), kl - 1};
+        bk.name = (struct mg_str){mg_arena_dup(a, name.base, name.len), name.len};
         if (cnt == cap)
             v = mg_realloc(v, (cap *= 2) * sizeof(*v));
         v[cnt++] = bk;
     }
     rv = eng_iter_status(it);
     eng_iter_destroy(it);
+    mg_buf_close(&lo);
+    mg_buf_close(&hi);
     *out = mg_arena_alloc(a, cnt * sizeof(**out));
     if (cnt)
         memcpy(*out, v, cnt * sizeof(*v));

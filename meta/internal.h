@@ -16,17 +16,57 @@
 
 #include "meta/meta.h"
 
-/* ------------------------------------------------------------ key schema */
+/* ------------------------------------------------------------ key schema
+ *
+ * One ordered keyspace in ENG_CF_META (ENG_CF_INDEX is no longer used). key.c builds every
+ * key and every range bound; no other file writes key bytes. Integers are fixed-width
+ * big-endian, so byte order is numeric order. The first byte says who owns the row:
+ *
+ *   0x01 · ...   node-local system rows, in no shard (never replicated):
+ *     0x01 'V'                 -> metadata format version (u32, META_FORMAT_VERSION)
+ *     0x01 'A' · shard-id u32  -> applied Raft index of that shard (u64)
+ *     0x01 'N'                 -> number of data shards, fixed at creation (u32)
+ *   0x02 · ...   shard 0, the manager:
+ *     0x02 'B' · bucket-name   -> bucket record (META_REC_BUCKET)
+ *     0x02 'S' · seq-name      -> last allocated value (u64); "bucket-id" = bucket ids
+ *   0x03 · bucket-id u64 · table · ...   bucket data: one contiguous range per bucket, so a
+ *   range shard holds whole buckets and a split cuts at 0x03 · id (DESIGN.md 4, 5):
+ *     'A'                                       -> counters (META_REC_COUNTERS): the row
+ *                                                  bucket create writes, the bucket's header
+ *     'D' · due-ms u64 · key                    -> "" (lifecycle due-time index)
+ *     'M' · parent-id u64 · name                -> object entry (parent 0: flat namespace)
+ *     'T' · created-ms u64 · name               -> "" (time index)
+ *     'U' · parent-id u64 · esc(name) · 00 01 · upload-id [· part u32]
+ *                                               -> upload template / part
+ *     'X' · segment u64 · offset u64            -> name (blob index: who owns an extent)
+ *
+ * Tables sort A < D < M < T < U < X inside a bucket; a bucket's rows sort before the next
+ * id's. Range bounds are half-open [lo, hi).
+ */
 
-#define META_T_BUCKET 'B' /* B · bucket-name -> bucket record */
-#define META_T_META 'M'   /* M · bucket-id · parent-id · name -> object entry */
-#define META_T_UPLOAD 'U' /* U · bucket-id · parent-id · esc(name) · 00 01 · upload-id [· part] */
-#define META_T_SEQ 'S'   /* S · "bucket-id" -> last allocated bucket id (8B BE) */
-#define META_T_INDEX 'I' /* I · index-id · ... (ENG_CF_INDEX) */
-#define META_IDX_TIME 1  /* I · 1 · bucket-id · created-ms · name -> "" */
-#define META_IDX_BLOB 2  /* I · 2 · segment · offset -> bucket-id · name */
+#define META_FORMAT_VERSION 2 /* 1: the pre-issue-7 layout (B·/M·/U·/S· and I· rows) */
 
-#define META_OBJ_PREFIX_LEN 17 /* 'M' + bucket-id + parent-id */
+#define META_K_SYS 0x01    /* node-local system rows */
+#define META_K_SHARD0 0x02 /* the manager's rows */
+#define META_K_DATA 0x03   /* bucket data */
+
+#define META_SYS_VERSION 'V'
+#define META_SYS_APPLIED 'A'
+#define META_SYS_SHARDS 'N'
+#define META_S0_BUCKET 'B'
+#define META_S0_SEQ 'S'
+#define META_SEQ_BUCKET_ID "bucket-id"
+
+#define META_TBL_ATTR 'A'
+#define META_TBL_DUE 'D'
+#define META_TBL_META 'M'
+#define META_TBL_TIME 'T'
+#define META_TBL_UPLOAD 'U'
+#define META_TBL_BLOB 'X'
+
+#define META_BUCKET_KEY_LEN 9  /* 0x03 + bucket-id */
+#define META_TABLE_KEY_LEN 10  /* 0x03 + bucket-id + table */
+#define META_OBJ_PREFIX_LEN 18 /* 0x03 + bucket-id + 'M' + parent-id */
 #define META_UPLOAD_ID_LEN 32  /* base64url of 24 random bytes */
 
 /* Order-preserving escape of a variable-length component followed by another:
@@ -44,27 +84,70 @@ void meta__put_u32(struct mg_buf *k, uint32_t v);
 uint64_t meta__get_u64(const void *p);
 uint32_t meta__get_u32(const void *p);
 
+/* Builders append one key to k (callers reset k->len first when reusing a buffer). */
+void meta__key_sys_version(struct mg_buf *k);
+void meta__key_applied(struct mg_buf *k, uint32_t shard_id);
+void meta__key_sys_shards(struct mg_buf *k);
 void meta__key_bucket(struct mg_buf *k, struct mg_str name);
+void meta__key_seq(struct mg_buf *k, struct mg_str name);
+void meta__key_bucket_attr(struct mg_buf *k, uint64_t bucket_id);
+void meta__key_due(struct mg_buf *k, uint64_t bucket_id, int64_t due_ms, struct mg_str key);
 void meta__key_meta_prefix(struct mg_buf *k, uint64_t bucket_id, uint64_t parent_id);
 void meta__key_object(struct mg_buf *k, uint64_t bucket_id, struct mg_str name);
+/* The smallest object key greater than name's (LIST start-after). */
+void meta__key_object_after(struct mg_buf *k, uint64_t bucket_id, struct mg_str name);
+/* The smallest key greater than every object key whose name starts with prefix (LIST skips
+ * a common prefix with one seek there). */
+void meta__key_object_past_prefix(struct mg_buf *k, uint64_t bucket_id, struct mg_str prefix);
 void meta__key_upload(struct mg_buf *k, uint64_t bucket_id, struct mg_str name,
                       struct mg_str upload_id);
 void meta__key_part(struct mg_buf *k, uint64_t bucket_id, struct mg_str name,
                     struct mg_str upload_id, uint32_t number);
+/* Past every upload of name (upload_id empty), or past the upload (name, upload_id) and its
+ * parts (ListMultipartUploads key-marker / upload-id-marker). */
+void meta__key_upload_after(struct mg_buf *k, uint64_t bucket_id, struct mg_str name,
+                            struct mg_str upload_id);
 void meta__key_time_index(struct mg_buf *k, uint64_t bucket_id, int64_t created_ms,
                           struct mg_str name);
-void meta__key_blob_index(struct mg_buf *k, const struct eng_blob_ref *ref);
+void meta__key_blob_index(struct mg_buf *k, uint64_t bucket_id, const struct eng_blob_ref *ref);
 /* Smallest key greater than every key that has k as a prefix, in place: drop trailing 0xFF
  * bytes and increment the last. Returns 0, or -1 when none exists (k all 0xFF). */
 int meta__key_successor(struct mg_buf *k);
 
-/* Parse M·bucket-id·parent-id·name. Returns 0 or MG_ECORRUPT. name points into key. */
+/* Range bounds: set lo and hi (appended; callers pass empty buffers) to [lo, hi). */
+void meta__key_shard0_range(struct mg_buf *lo, struct mg_buf *hi);      /* [0x02, 0x03) */
+void meta__key_buckets_range(struct mg_buf *lo, struct mg_buf *hi);     /* every 0x02 'B' row */
+void meta__key_data_range(struct mg_buf *lo, struct mg_buf *hi);        /* [0x03, 0x04) */
+void meta__key_bucket_range(uint64_t bucket_id, struct mg_buf *lo, struct mg_buf *hi);
+void meta__key_table_range(uint64_t bucket_id, char table, struct mg_buf *lo, struct mg_buf *hi);
+/* Object rows whose name starts with prefix. */
+void meta__key_object_range(uint64_t bucket_id, struct mg_str prefix, struct mg_buf *lo,
+                            struct mg_buf *hi);
+/* Upload rows (and their parts) whose object name starts with prefix. */
+void meta__key_upload_range(uint64_t bucket_id, struct mg_str prefix, struct mg_buf *lo,
+                            struct mg_buf *hi);
+/* Parts of one upload numbered after `after` (0: all of them). */
+void meta__key_part_range(uint64_t bucket_id, struct mg_str name, struct mg_str upload_id,
+                          uint32_t after, struct mg_buf *lo, struct mg_buf *hi);
+
+/* Decoders validate lengths, prefixes and escapes; they never assert on their input. */
+/* The bucket id of any 0x03 key (a row or a bound of at least 0x03 · id). Returns 0 or
+ * MG_ECORRUPT. */
+int meta__key_bucket_of(const void *key, size_t len, uint64_t *bucket_id);
+/* Parse 0x02 'B' · name. name points into key. Returns 0 or MG_ECORRUPT. */
+int meta__key_bucket_decode(const void *key, size_t len, struct mg_str *name);
+/* Parse 0x03 · bucket-id · 'M' · parent-id · name. name points into key. Returns 0 or
+ * MG_ECORRUPT. */
 int meta__key_object_decode(const void *key, size_t len, uint64_t *bucket_id, uint64_t *parent_id,
                             struct mg_str *name);
-/* Parse U·bucket-id·parent-id·esc(name)·00 01·upload-id[·part]. name is appended to name_buf;
- * *part = 0 for the upload row. Returns 0 or MG_ECORRUPT. */
+/* Parse 0x03 · bucket-id · 'U' · parent-id · esc(name) · 00 01 · upload-id [· part]. name is
+ * appended to name_buf; *part = 0 for the upload row. Returns 0 or MG_ECORRUPT. */
 int meta__key_upload_decode(const void *key, size_t len, uint64_t *bucket_id,
                             struct mg_buf *name_buf, struct mg_str *upload_id, uint32_t *part);
+/* Parse 0x03 · bucket-id · 'D' · due-ms · key. key_out points into key. Returns 0 or
+ * MG_ECORRUPT. */
+int meta__key_due_decode(const void *key, size_t len, uint64_t *bucket_id, int64_t *due_ms,
+                         struct mg_str *key_out);
 
 /* ----------------------------------------------------------- entry codec */
 
@@ -188,7 +271,7 @@ void meta__index_delete(struct eng_batch *b, uint64_t bucket_id, struct mg_str n
                         const struct meta_object *o);
 void meta__blob_index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
                           const struct meta_data *d);
-void meta__blob_index_delete(struct eng_batch *b, const struct meta_data *d);
+void meta__blob_index_delete(struct eng_batch *b, uint64_t bucket_id, const struct meta_data *d);
 
 /* Free d's blobs after the grace period: data a committed op replaced or deleted, which a
  * reader may still be streaming. (meta_data_release frees at once: data never visible.) */

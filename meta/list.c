@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * LIST (V1 and V2): one range scan over M·bucket-id·0·prefix… (DESIGN.md 4,
- * flat namespace). With a delimiter (any byte string), a key that contains it
+ * LIST (V1 and V2): one range scan over the bucket's entries whose name
+ * starts with the prefix, 0x03·id·'M'·0·prefix… (DESIGN.md 4, flat namespace;
+ * key.c builds every bound). With a delimiter (any byte string), a key that contains it
  * after the prefix rolls up into the common prefix prefix+…+delimiter, and the
  * scan then seeks once to the successor of that common prefix instead of
  * reading the keys under it (issue 2: "LIST with a delimiter must not scan
@@ -50,10 +51,7 @@ static void seek_past(struct meta_store *ms, struct eng_iter *it, uint64_t bucke
                       struct mg_str cp, struct mg_buf *tmp)
 {
     tmp->len = 0;
-    meta__key_object(tmp, bucket_id, cp);
-    int none = meta__key_successor(tmp);
-    assert(none == 0); /* 'M' < 0xFF: a successor always exists */
-    (void)none;
+    meta__key_object_past_prefix(tmp, bucket_id, cp);
     eng_iter_seek(it, tmp->base, tmp->len);
     atomic_fetch_add(&ms->list_steps, 1);
 }
@@ -73,9 +71,10 @@ static void seek_start(struct meta_store *ms, struct eng_iter *it, uint64_t buck
     int c = cmp_n(sa.base, p.base, sa.len < p.len ? sa.len : p.len);
     int after = sa.len > 0 && (c > 0 || (c == 0 && sa.len >= p.len));
     tmp->len = 0;
-    meta__key_object(tmp, bucket_id, after ? sa : p);
     if (after)
-        mg_buf_append(tmp, "", 1);
+        meta__key_object_after(tmp, bucket_id, sa);
+    else
+        meta__key_object(tmp, bucket_id, p);
     eng_iter_seek(it, tmp->base, tmp->len);
     atomic_fetch_add(&ms->list_steps, 1);
 }
@@ -117,7 +116,7 @@ static void emit_object(struct list_acc *acc, struct mg_arena *a, struct mg_str 
 }
 
 /* Budget: at most max_keys (<= 1000) emitted items, each costing one next or one seek,
- * plus the counters row and one start seek: O(max_keys) iterator steps whatever the number
+ * plus one start seek: O(max_keys) iterator steps whatever the number
  * of keys under the common prefixes. */
 static void scan(struct meta_store *ms, struct eng_iter *it, uint64_t bucket_id,
                  const struct meta_list_req *req, struct mg_arena *a, struct list_acc *acc,
@@ -132,7 +131,7 @@ static void scan(struct meta_store *ms, struct eng_iter *it, uint64_t bucket_id,
         uint64_t bid, parent;
         struct mg_str name = {NULL, 0};
         if (meta__key_object_decode(key, kl, &bid, &parent, &name) != 0)
-            name.len = 0; /* over-long: skipped like the counters row (logged by fsck) */
+            name.len = 0; /* over-long: skipped (logged by fsck) */
         struct mg_str cp = common_prefix(name, req);
         if (cp.len > 0) {
             emit_prefix(acc, a, cp);
@@ -140,7 +139,7 @@ static void scan(struct meta_store *ms, struct eng_iter *it, uint64_t bucket_id,
             seek_past(ms, it, bucket_id, cp, &tmp);
             continue;
         }
-        if (name.len > 0) { /* the counters row has the empty name */
+        if (name.len > 0) {
             const char *val = eng_iter_value(it, &vl);
             emit_object(acc, a, name, val, vl, last);
         }
@@ -168,10 +167,7 @@ int meta_object_list(struct meta_store *ms, struct mg_str bucket,
     struct mg_buf lo, hi;
     mg_buf_init(&lo);
     mg_buf_init(&hi);
-    meta__key_object(&lo, bucket_id, req->prefix);
-    mg_buf_append(&hi, lo.base, lo.len);
-    int none = meta__key_successor(&hi);
-    assert(none == 0);
+    meta__key_object_range(bucket_id, req->prefix, &lo, &hi);
     struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
     struct list_acc acc = {0};
     struct mg_str last = {"", 0};

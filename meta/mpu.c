@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Multipart uploads. An upload is the row U·bucket-id·0·esc(key)·00 01·id
+ * Multipart uploads. An upload is the row 0x03·bucket-id·'U'·0·esc(key)·00 01·id
  * (the final object's template) and its parts are that key + part number
- * (4B BE), so every upload of a key, and every part of an upload, sits next
- * to the object key in one group: complete is a one-shard op (DESIGN.md 4).
+ * (4B BE), so every upload of a key, and every part of an upload, sits in the
+ * bucket's key range next to the others: complete is a one-shard op
+ * (DESIGN.md 4; meta/internal.h, "key schema").
  * Parts are separate blobs; complete validates the client's list, builds an
  * object whose extents are the parts' extents in order (no byte is copied),
  * keeps the part list for GetObjectAttributes and GET ?partNumber, and frees
@@ -100,14 +101,12 @@ static int read_parts(struct mpu_ctx *c, uint32_t marker, uint32_t max, struct m
     struct mg_buf lo, hi;
     mg_buf_init(&lo);
     mg_buf_init(&hi);
-    meta__key_part(&lo, c->bucket_id, c->key, c->upload_id, marker + 1);
-    meta__key_upload(&hi, c->bucket_id, c->key, c->upload_id);
-    mg_buf_append(&hi, "\xff", 1);
+    meta__key_part_range(c->bucket_id, c->key, c->upload_id, marker, &lo, &hi);
     struct eng_iter *it = eng_iter_create(c->ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
     size_t cap = 16, cnt = 0;
     struct meta_part *v = mg_malloc(cap * sizeof(*v));
     int rv = 0;
-    for (eng_iter_seek(it, lo.base, lo.len); eng_iter_valid(it); eng_iter_next(it)) {
+    for (; eng_iter_valid(it); eng_iter_next(it)) {
         if (max > 0 && cnt == max)
             break;
         size_t vl;
@@ -154,7 +153,7 @@ static void delete_part_rows(struct eng_batch *b, struct mpu_ctx *c, const struc
     meta__key_part(&k, c->bucket_id, c->key, c->upload_id, p->number);
     eng_batch_delete(b, ENG_CF_META, k.base, k.len);
     if (!keep_blob_index)
-        meta__blob_index_delete(b, &p->data);
+        meta__blob_index_delete(b, c->bucket_id, &p->data);
     mg_buf_close(&k);
 }
 
@@ -228,7 +227,7 @@ static int put_part_locked(struct mpu_ctx *c, const struct meta_part *p, struct 
     struct eng_batch *b = eng_batch_create();
     if (*had_old) {
         *old = cur[0];
-        meta__blob_index_delete(b, &old->data);
+        meta__blob_index_delete(b, c->bucket_id, &old->data);
     }
     put_part_rows(b, c, p);
     rv = meta__shard_apply(&c->ms->shard, b);
@@ -616,33 +615,19 @@ int meta_mpu_list_parts(struct meta_store *ms, struct mg_str bucket, struct mg_s
     return read_parts(&c, marker, max, a, out, n, truncated);
 }
 
-/* First key of the scan: the prefix, or past key_marker (and upload_id_marker). */
-static void uploads_start(struct mg_buf *k, uint64_t bucket_id, struct mg_str prefix,
+/* First key of the scan: the range's start lo, or past key_marker (and upload_id_marker)
+ * when that is later. */
+static void uploads_start(struct mg_buf *k, uint64_t bucket_id, const struct mg_buf *lo,
                           struct mg_str key_marker, struct mg_str upload_id_marker)
 {
-    struct mg_buf lo;
-    mg_buf_init(&lo);
-    mg_buf_append(&lo, "U", 1);
-    meta__put_u64(&lo, bucket_id);
-    meta__put_u64(&lo, 0);
-    mg_buf_append(k, lo.base, lo.len);
-    meta__esc_append_open(&lo, prefix);
-    if (key_marker.len > 0) {
-        meta__esc_append(k, key_marker);
-        if (upload_id_marker.len > 0) {
-            mg_buf_append(k, upload_id_marker.base, upload_id_marker.len);
-            mg_buf_append(k, "\xff", 1); /* past that upload and its parts */
-        } else {
-            k->base[k->len - 1] = 0x02; /* past every upload of key_marker */
-        }
-    }
-    size_t n = k->len < lo.len ? k->len : lo.len;
-    int c = memcmp(k->base, lo.base, n);
-    if (c < 0 || (c == 0 && k->len < lo.len)) {
+    if (key_marker.len > 0)
+        meta__key_upload_after(k, bucket_id, key_marker, upload_id_marker);
+    size_t n = k->len < lo->len ? k->len : lo->len;
+    int c = n > 0 ? memcmp(k->base, lo->base, n) : 0;
+    if (c < 0 || (c == 0 && k->len < lo->len)) {
         k->len = 0;
-        mg_buf_append(k, lo.base, lo.len);
+        mg_buf_append(k, lo->base, lo->len);
     }
-    mg_buf_close(&lo);
 }
 
 static int upload_entry(struct eng_iter *it, struct mg_arena *a, struct meta_upload *u,
@@ -689,13 +674,8 @@ int meta_mpu_list(struct meta_store *ms, struct mg_str bucket, struct mg_str pre
     mg_buf_init(&hi);
     mg_buf_init(&start);
     mg_buf_init(&name);
-    mg_buf_append(&lo, "U", 1);
-    meta__put_u64(&lo, bucket_id);
-    meta__put_u64(&lo, 0);
-    meta__esc_append_open(&lo, prefix);
-    mg_buf_append(&hi, lo.base, lo.len);
-    meta__key_successor(&hi);
-    uploads_start(&start, bucket_id, prefix, key_marker, upload_id_marker);
+    meta__key_upload_range(bucket_id, prefix, &lo, &hi);
+    uploads_start(&start, bucket_id, &lo, key_marker, upload_id_marker);
     struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
     struct meta_upload *v = mg_arena_alloc(a, max * sizeof(*v));
     size_t cnt = 0;
@@ -703,12 +683,9 @@ int meta_mpu_list(struct meta_store *ms, struct mg_str bucket, struct mg_str pre
     while (rv == 0 && eng_iter_valid(it) && cnt < max) {
         if ((rv = upload_entry(it, a, &v[cnt], &name)) != 0)
             break;
+        start.len = 0; /* past this upload's parts */
+        meta__key_upload_after(&start, bucket_id, v[cnt].key, v[cnt].upload_id);
         cnt++;
-        size_t kl;
-        const char *key = eng_iter_key(it, &kl);
-        start.len = 0;
-        mg_buf_append(&start, key, kl);
-        mg_buf_append(&start, "\xff", 1);
         eng_iter_seek(it, start.base, start.len);
     }
     if (rv == 0) {

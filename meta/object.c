@@ -4,8 +4,9 @@
  * acl) and copy. A write holds its bucket's rwlock for reading (so the bucket
  * cannot be deleted under it) and the key's stripe mutex (so read-modify-write
  * is serialized per key), reads the current entry, builds one batch — the
- * entry row plus its time- and blob-index rows (ENG_CF_INDEX, same batch until
- * the async sink of DESIGN.md 7 lands) — and applies it through the shard.
+ * entry row plus its time- and blob-index rows, all in the bucket's own key
+ * range (0x03·id·'M'/'T'/'X', meta/internal.h), so they ride in the same
+ * write set on the same shard — and applies it through the shard.
  * Data a write replaced is freed only after the apply succeeded; data of a
  * failed write is freed before returning: never a half-visible object.
  */

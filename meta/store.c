@@ -111,28 +111,24 @@ int meta__bucket_id(struct meta_store *ms, struct mg_str name, uint64_t *id)
 void meta__blob_index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
                           const struct meta_data *d)
 {
-    struct mg_buf k, v;
+    struct mg_buf k;
     mg_buf_init(&k);
-    mg_buf_init(&v);
-    meta__put_u64(&v, bucket_id);
-    mg_buf_append(&v, name.base, name.len);
     for (size_t i = 0; i < d->nextents; i++) {
         k.len = 0;
-        meta__key_blob_index(&k, &d->extents[i].ref);
-        eng_batch_put(b, ENG_CF_INDEX, k.base, k.len, v.base, v.len);
+        meta__key_blob_index(&k, bucket_id, &d->extents[i].ref);
+        eng_batch_put(b, ENG_CF_META, k.base, k.len, name.base, name.len);
     }
     mg_buf_close(&k);
-    mg_buf_close(&v);
 }
 
-void meta__blob_index_delete(struct eng_batch *b, const struct meta_data *d)
+void meta__blob_index_delete(struct eng_batch *b, uint64_t bucket_id, const struct meta_data *d)
 {
     struct mg_buf k;
     mg_buf_init(&k);
     for (size_t i = 0; i < d->nextents; i++) {
         k.len = 0;
-        meta__key_blob_index(&k, &d->extents[i].ref);
-        eng_batch_delete(b, ENG_CF_INDEX, k.base, k.len);
+        meta__key_blob_index(&k, bucket_id, &d->extents[i].ref);
+        eng_batch_delete(b, ENG_CF_META, k.base, k.len);
     }
     mg_buf_close(&k);
 }
@@ -143,7 +139,7 @@ void meta__index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name
     struct mg_buf k;
     mg_buf_init(&k);
     meta__key_time_index(&k, bucket_id, o->mtime_ms, name);
-    eng_batch_put(b, ENG_CF_INDEX, k.base, k.len, "", 0);
+    eng_batch_put(b, ENG_CF_META, k.base, k.len, "", 0);
     mg_buf_close(&k);
     meta__blob_index_put(b, bucket_id, name, &o->data);
 }
@@ -154,12 +150,68 @@ void meta__index_delete(struct eng_batch *b, uint64_t bucket_id, struct mg_str n
     struct mg_buf k;
     mg_buf_init(&k);
     meta__key_time_index(&k, bucket_id, o->mtime_ms, name);
-    eng_batch_delete(b, ENG_CF_INDEX, k.base, k.len);
+    eng_batch_delete(b, ENG_CF_META, k.base, k.len);
     mg_buf_close(&k);
-    meta__blob_index_delete(b, &o->data);
+    meta__blob_index_delete(b, bucket_id, &o->data);
 }
 
 /* ------------------------------------------------------------ open/close */
+
+/* Any row at all in ENG_CF_META? */
+static int db_has_rows(struct eng_db *db, int *any)
+{
+    struct eng_iter *it = eng_iter_create(db, ENG_CF_META, NULL, 0, NULL, 0);
+    *any = eng_iter_valid(it);
+    int rv = eng_iter_status(it);
+    eng_iter_destroy(it);
+    return rv;
+}
+
+/* The metadata format (the 0x01 'V' row): written on a fresh DB; a DB with rows but no
+ * version row (format 1 predates it) or another version is refused, since this binary
+ * would misread its keys. Returns 0, MG_EIO, MG_ENOSPC, MG_ECORRUPT (errmsg set). */
+static int format_check(struct meta_store *ms, char *errmsg)
+{
+    struct mg_buf k, v;
+    int found = 0, any = 0;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_sys_version(&k);
+    int rv = meta__get(ms, ENG_CF_META, &k, &v, &found);
+    if (rv == 0 && !found)
+        rv = db_has_rows(ms->db, &any);
+    if (rv != 0) {
+        snprintf(errmsg, 256, "data directory %s: reading the metadata format: %s", ms->data_dir,
+                 mg_err_name(rv));
+    } else if (found && (v.len != 4 || meta__get_u32(v.base) != META_FORMAT_VERSION)) {
+        rv = MG_ECORRUPT;
+        if (v.len == 4)
+            snprintf(errmsg, 256,
+                     "data directory %s holds metadata format %u; this metagate needs format %u "
+                     "(start with an empty data_dir)",
+                     ms->data_dir, meta__get_u32(v.base), META_FORMAT_VERSION);
+        else
+            snprintf(errmsg, 256, "data directory %s: corrupt metadata format row (%zu bytes)",
+                     ms->data_dir, v.len);
+    } else if (!found && any) {
+        rv = MG_ECORRUPT;
+        snprintf(errmsg, 256,
+                 "data directory %s holds metadata format 1; this metagate needs format %u "
+                 "(start with an empty data_dir)",
+                 ms->data_dir, META_FORMAT_VERSION);
+    } else if (!found) {
+        v.len = 0;
+        meta__put_u32(&v, META_FORMAT_VERSION);
+        rv = meta__apply_put(ms, &k, &v); /* closes k and v */
+        if (rv != 0)
+            snprintf(errmsg, 256, "data directory %s: writing the metadata format: %s",
+                     ms->data_dir, mg_err_name(rv));
+        return rv;
+    }
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    return rv;
+}
 
 static int mkdir_p1(const char *dir, char *errmsg)
 {
@@ -223,12 +275,14 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
     struct eng_db_opts dbo = {.wal = opts->wal, .block_cache_bytes = 0};
     if ((rv = eng_db_open(path, &dbo, &ms->db, errmsg)) != 0)
         goto err_after_alloc;
+    ms->shard.db = ms->db;
+    ms->shard.sync = opts->wal ? 1 : 0;
+    if ((rv = format_check(ms, errmsg)) != 0)
+        goto err_after_db;
     snprintf(path, sizeof(path), "%s/blobs", ms->data_dir);
     struct eng_blob_opts bo = {0};
     if ((rv = eng_blob_open(path, &bo, &ms->bs, errmsg)) != 0)
         goto err_after_db;
-    ms->shard.db = ms->db;
-    ms->shard.sync = opts->wal ? 1 : 0;
     locks_init(ms);
     atomic_init(&ms->list_steps, 0);
     ms->free_grace_ms = opts->free_grace_ms ? opts->free_grace_ms : META_FREE_GRACE_MS_DEFAULT;
@@ -264,11 +318,16 @@ void meta_stats_get(struct meta_store *ms, struct meta_stats *out)
 {
     memset(out, 0, sizeof(*out));
     meta__free_reap(ms, 0);
-    const char lo[1] = {META_T_BUCKET}, hi[1] = {META_T_BUCKET + 1};
-    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo, 1, hi, 1);
-    for (eng_iter_seek(it, lo, 1); eng_iter_valid(it); eng_iter_next(it))
+    struct mg_buf lo, hi;
+    mg_buf_init(&lo);
+    mg_buf_init(&hi);
+    meta__key_buckets_range(&lo, &hi);
+    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
+    for (; eng_iter_valid(it); eng_iter_next(it))
         out->buckets++;
     eng_iter_destroy(it);
+    mg_buf_close(&lo);
+    mg_buf_close(&hi);
     out->rocksdb_estimate_keys = eng_db_property_int(ms->db, "rocksdb.estimate-num-keys");
     out->rocksdb_sst_bytes = eng_db_property_int(ms->db, "rocksdb.total-sst-files-size");
     out->rocksdb_memtable_bytes = eng_db_property_int(ms->db, "rocksdb.cur-size-all-mem-tables");

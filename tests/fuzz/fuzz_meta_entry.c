@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target for meta/'s decoders of on-disk bytes: object, upload,
- * part and bucket entries (meta/entry.c) and object/upload keys (meta/key.c).
+ * part and bucket entries (meta/entry.c) and object, upload, due-index and
+ * bucket-record keys and the bucket-of router (meta/key.c).
  * The first input byte picks the decoder, the rest is the value. Disk data is
  * never asserted on (STYLE.md 3): every input must decode or be MG_ECORRUPT,
  * a value that decodes must survive encode -> decode unchanged in shape, and
@@ -98,6 +99,16 @@ static void fuzz_key(unsigned which, const uint8_t *p, size_t n)
     mg_buf_init(&k);
     if (which == 4) {
         int rv = meta__key_object_decode(p, n, &bid, &parent, &name);
+        check(rv == 0 || rv == MG_ECORRUPT);
+        uint64_t of = 0;
+        if (rv == 0) /* every row of a bucket routes to it */
+            check(meta__key_bucket_of(p, n, &of) == 0 && of == bid);
+        int64_t due;
+        if (meta__key_due_decode(p, n, &bid, &due, &name) == 0) {
+            meta__key_due(&k, bid, due, name);
+            check(k.len == n && memcmp(k.base, p, n) == 0);
+        }
+        rv = meta__key_bucket_decode(p, n, &name);
         check(rv == 0 || rv == MG_ECORRUPT);
     } else {
         int rv = meta__key_upload_decode(p, n, &bid, &nb, &uid, &partno);

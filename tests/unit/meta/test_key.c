@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests for meta/key.c and meta/entry.c: order preservation of the key schema, the escape,
- * successor keys, and the entry codec (round trips, and corrupt values rejected). */
+/* Tests for meta/key.c and meta/entry.c: order properties of the key schema (system rows,
+ * then shard 0, then bucket data; a bucket's rows one contiguous range with its tables in
+ * order; the escape order-preserving), range bounds, successor keys, decoders, and the
+ * entry codec (round trips, and corrupt values rejected). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,12 +102,277 @@ static void test_key_layout(void **state)
     assert_int_equal(part, 10);
     /* corrupt escapes */
     assert_int_equal(meta__key_upload_decode(b.base, 20, &bid, &n, &uid, &part), MG_ECORRUPT);
-    b.base[17] = 0;
-    b.base[18] = 0x05;
+    b.base[META_OBJ_PREFIX_LEN] = 0;
+    b.base[META_OBJ_PREFIX_LEN + 1] = 0x05;
     assert_int_equal(meta__key_upload_decode(b.base, b.len, &bid, &n, &uid, &part), MG_ECORRUPT);
     mg_buf_close(&n);
     mg_buf_close(&a);
     mg_buf_close(&b);
+}
+
+static int cmp_buf(const struct mg_buf *a, const struct mg_buf *b)
+{
+    return cmp_str((struct mg_str){a->base, a->len}, (struct mg_str){b->base, b->len});
+}
+
+/* lo <= k < hi */
+static int in_range(const struct mg_buf *k, const struct mg_buf *lo, const struct mg_buf *hi)
+{
+    return cmp_buf(lo, k) <= 0 && cmp_buf(k, hi) < 0;
+}
+
+#define UID_A S("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+#define UID_Z S("zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz")
+#define NROWS 14
+
+/* One row of every table of bucket id, smallest and largest components, in the order the
+ * schema promises (A < D < M < T < U < X); tables[i] is row i's table. */
+static void bucket_rows(uint64_t id, struct mg_buf rows[NROWS], char tables[NROWS])
+{
+    static const struct eng_blob_ref ref_lo = {0, 0, 1, 0, 0};
+    static const struct eng_blob_ref ref_hi = {UINT64_MAX, UINT64_MAX, 1, 0, 0};
+    for (size_t i = 0; i < NROWS; i++)
+        mg_buf_init(&rows[i]);
+    size_t i = 0;
+    tables[i] = META_TBL_ATTR;
+    meta__key_bucket_attr(&rows[i++], id);
+    tables[i] = META_TBL_DUE;
+    meta__key_due(&rows[i++], id, 0, S("a"));
+    tables[i] = META_TBL_DUE;
+    meta__key_due(&rows[i++], id, INT64_MAX, S("\xff\xff"));
+    tables[i] = META_TBL_META;
+    meta__key_object(&rows[i++], id, S("\0"));
+    tables[i] = META_TBL_META;
+    meta__key_object(&rows[i++], id, S("\xff\xff\xff"));
+    tables[i] = META_TBL_META;
+    meta__key_meta_prefix(&rows[i], id, UINT64_MAX); /* a child of the last directory */
+    mg_buf_append(&rows[i++], "z", 1);
+    tables[i] = META_TBL_TIME;
+    meta__key_time_index(&rows[i++], id, 0, S("a"));
+    tables[i] = META_TBL_TIME;
+    meta__key_time_index(&rows[i++], id, INT64_MAX, S("\xff"));
+    tables[i] = META_TBL_UPLOAD;
+    meta__key_upload(&rows[i++], id, S("\0"), UID_A);
+    tables[i] = META_TBL_UPLOAD;
+    meta__key_part(&rows[i++], id, S("\0"), UID_A, 1);
+    tables[i] = META_TBL_UPLOAD;
+    meta__key_upload(&rows[i++], id, S("\xff\xff"), UID_Z);
+    tables[i] = META_TBL_UPLOAD;
+    meta__key_part(&rows[i++], id, S("\xff\xff"), UID_Z, META_PART_MAX);
+    tables[i] = META_TBL_BLOB;
+    meta__key_blob_index(&rows[i++], id, &ref_lo);
+    tables[i] = META_TBL_BLOB;
+    meta__key_blob_index(&rows[i++], id, &ref_hi);
+    assert_int_equal(i, NROWS);
+}
+
+/* Every row of a bucket sorts inside its bucket range and its table's range, tables in
+ * order, and no row of a neighbouring bucket falls inside. */
+static void test_bucket_contiguous(void **state)
+{
+    (void)state;
+    static const uint64_t ids[] = {0, 1, 255, 256, 0x0100000000000000ull, UINT64_MAX - 1,
+                                   UINT64_MAX};
+    for (size_t n = 0; n < sizeof(ids) / sizeof(ids[0]); n++) {
+        uint64_t id = ids[n];
+        struct mg_buf rows[NROWS], lo, hi, tlo, thi;
+        char tables[NROWS];
+        bucket_rows(id, rows, tables);
+        mg_buf_init(&lo);
+        mg_buf_init(&hi);
+        mg_buf_init(&tlo);
+        mg_buf_init(&thi);
+        meta__key_bucket_range(id, &lo, &hi);
+        for (size_t i = 0; i < NROWS; i++) {
+            uint64_t of = 12345;
+            assert_true(in_range(&rows[i], &lo, &hi));
+            assert_int_equal(meta__key_bucket_of(rows[i].base, rows[i].len, &of), 0);
+            assert_true(of == id);
+            tlo.len = thi.len = 0;
+            meta__key_table_range(id, tables[i], &tlo, &thi);
+            assert_true(in_range(&rows[i], &tlo, &thi));
+            if (i > 0) /* tables ordered, rows ascending */
+                assert_true(cmp_buf(&rows[i - 1], &rows[i]) < 0);
+        }
+        /* the bounds themselves route to the bucket; neighbours stay outside */
+        uint64_t of = 0;
+        assert_int_equal(meta__key_bucket_of(lo.base, lo.len, &of), 0);
+        assert_true(of == id);
+        for (int d = -1; d <= 1; d += 2) {
+            if ((d < 0 && id == 0) || (d > 0 && id == UINT64_MAX))
+                continue;
+            struct mg_buf other[NROWS];
+            char t2[NROWS];
+            bucket_rows(id + (uint64_t)(int64_t)d, other, t2);
+            for (size_t i = 0; i < NROWS; i++) {
+                assert_false(in_range(&other[i], &lo, &hi));
+                mg_buf_close(&other[i]);
+            }
+        }
+        /* the bucket range sits inside the data range */
+        struct mg_buf dlo, dhi;
+        mg_buf_init(&dlo);
+        mg_buf_init(&dhi);
+        meta__key_data_range(&dlo, &dhi);
+        assert_true(cmp_buf(&dlo, &lo) <= 0 && cmp_buf(&hi, &dhi) <= 0);
+        if (id == UINT64_MAX)
+            assert_int_equal(cmp_buf(&hi, &dhi), 0);
+        mg_buf_close(&dlo);
+        mg_buf_close(&dhi);
+        for (size_t i = 0; i < NROWS; i++)
+            mg_buf_close(&rows[i]);
+        mg_buf_close(&lo);
+        mg_buf_close(&hi);
+        mg_buf_close(&tlo);
+        mg_buf_close(&thi);
+    }
+}
+
+/* System rows < shard 0 < bucket data; shard 0's ranges hold its rows only. */
+static void test_owner_order(void **state)
+{
+    (void)state;
+    struct mg_buf sys[4], s0[4], lo, hi, blo, bhi, dlo, dhi;
+    for (size_t i = 0; i < 4; i++)
+        mg_buf_init(&sys[i]);
+    for (size_t i = 0; i < 4; i++)
+        mg_buf_init(&s0[i]);
+    mg_buf_init(&lo);
+    mg_buf_init(&hi);
+    mg_buf_init(&blo);
+    mg_buf_init(&bhi);
+    mg_buf_init(&dlo);
+    mg_buf_init(&dhi);
+    meta__key_sys_version(&sys[0]);
+    meta__key_applied(&sys[1], 0);
+    meta__key_applied(&sys[2], UINT32_MAX);
+    meta__key_sys_shards(&sys[3]);
+    meta__key_bucket(&s0[0], S("abc"));
+    meta__key_bucket(&s0[1], S("zzz.zzz"));
+    meta__key_seq(&s0[2], S(META_SEQ_BUCKET_ID));
+    meta__key_seq(&s0[3], S("\xff"));
+    meta__key_shard0_range(&lo, &hi);
+    meta__key_buckets_range(&blo, &bhi);
+    meta__key_data_range(&dlo, &dhi);
+    assert_int_equal(sys[1].len, 6); /* 0x01 'A' · u32 */
+    assert_true(cmp_buf(&sys[1], &sys[2]) < 0);
+    for (size_t i = 0; i < 4; i++) {
+        assert_true(cmp_buf(&sys[i], &lo) < 0);
+        uint64_t id;
+        assert_int_equal(meta__key_bucket_of(sys[i].base, sys[i].len, &id), MG_ECORRUPT);
+    }
+    for (size_t i = 0; i < 4; i++) {
+        assert_true(in_range(&s0[i], &lo, &hi));
+        assert_int_equal(in_range(&s0[i], &blo, &bhi), i < 2); /* bucket rows, not seqs */
+        uint64_t id;
+        assert_int_equal(meta__key_bucket_of(s0[i].base, s0[i].len, &id), MG_ECORRUPT);
+    }
+    assert_true(cmp_buf(&hi, &dlo) <= 0);
+    struct mg_str name;
+    assert_int_equal(meta__key_bucket_decode(s0[1].base, s0[1].len, &name), 0);
+    assert_int_equal(cmp_str(name, S("zzz.zzz")), 0);
+    assert_int_equal(meta__key_bucket_decode(s0[2].base, s0[2].len, &name), MG_ECORRUPT);
+    for (size_t i = 0; i < 4; i++)
+        mg_buf_close(&sys[i]);
+    for (size_t i = 0; i < 4; i++)
+        mg_buf_close(&s0[i]);
+    mg_buf_close(&lo);
+    mg_buf_close(&hi);
+    mg_buf_close(&blo);
+    mg_buf_close(&bhi);
+    mg_buf_close(&dlo);
+    mg_buf_close(&dhi);
+}
+
+/* The seek targets LIST and ListMultipartUploads use land exactly where they should. */
+static void test_seek_keys(void **state)
+{
+    (void)state;
+    struct mg_buf k, a, b;
+    mg_buf_init(&k);
+    mg_buf_init(&a);
+    mg_buf_init(&b);
+    /* object_after(n): above n, at or below everything greater */
+    meta__key_object_after(&k, 9, S("a/b"));
+    meta__key_object(&a, 9, S("a/b"));
+    meta__key_object(&b, 9, str_of("a/b\0", 4));
+    assert_true(cmp_buf(&a, &k) < 0 && cmp_buf(&k, &b) <= 0);
+    /* object_past_prefix(cp): above every name under cp, at or below the next name */
+    k.len = a.len = b.len = 0;
+    meta__key_object_past_prefix(&k, 9, S("a/\xff"));
+    meta__key_object(&a, 9, S("a/\xff\xff\xff/z"));
+    meta__key_object(&b, 9, S("a0"));
+    assert_true(cmp_buf(&a, &k) < 0 && cmp_buf(&k, &b) <= 0);
+    struct mg_buf lo, hi;
+    mg_buf_init(&lo);
+    mg_buf_init(&hi);
+    meta__key_object_range(9, S(""), &lo, &hi); /* the whole 'M' table's flat namespace */
+    assert_true(in_range(&a, &lo, &hi) && in_range(&b, &lo, &hi));
+    /* upload_after(n, uid): past that upload's parts, not past the next upload */
+    k.len = a.len = b.len = 0;
+    meta__key_upload_after(&k, 9, S("k"), UID_A);
+    meta__key_part(&a, 9, S("k"), UID_A, META_PART_MAX);
+    meta__key_upload(&b, 9, S("k"), UID_Z);
+    assert_true(cmp_buf(&a, &k) < 0 && cmp_buf(&k, &b) < 0);
+    /* upload_after(n, ""): past every upload of n, not past those of n + "\0" */
+    k.len = a.len = b.len = 0;
+    meta__key_upload_after(&k, 9, S("k"), S(""));
+    meta__key_part(&a, 9, S("k"), UID_Z, META_PART_MAX);
+    meta__key_upload(&b, 9, str_of("k\0", 2), UID_A);
+    assert_true(cmp_buf(&a, &k) < 0 && cmp_buf(&k, &b) < 0);
+    /* upload_range(prefix) holds uploads and parts under the prefix, nothing else */
+    lo.len = hi.len = 0;
+    meta__key_upload_range(9, str_of("k\0", 2), &lo, &hi);
+    assert_true(in_range(&b, &lo, &hi));
+    assert_false(in_range(&a, &lo, &hi));
+    /* part_range(after): parts numbered after `after`, not the upload row */
+    lo.len = hi.len = a.len = b.len = 0;
+    meta__key_part_range(9, S("k"), UID_A, 2, &lo, &hi);
+    meta__key_part(&a, 9, S("k"), UID_A, 3);
+    meta__key_part(&b, 9, S("k"), UID_A, 2);
+    assert_true(in_range(&a, &lo, &hi));
+    assert_false(in_range(&b, &lo, &hi));
+    b.len = 0;
+    meta__key_upload(&b, 9, S("k"), UID_A);
+    assert_false(in_range(&b, &lo, &hi));
+    mg_buf_close(&lo);
+    mg_buf_close(&hi);
+    mg_buf_close(&k);
+    mg_buf_close(&a);
+    mg_buf_close(&b);
+}
+
+/* Decoders take back what the builders wrote and reject other tables and short keys. */
+static void test_key_decode(void **state)
+{
+    (void)state;
+    struct mg_buf k;
+    mg_buf_init(&k);
+    uint64_t id;
+    int64_t due;
+    struct mg_str name;
+    meta__key_due(&k, 42, 1764500000123, S("logs/x"));
+    assert_int_equal(meta__key_due_decode(k.base, k.len, &id, &due, &name), 0);
+    assert_true(id == 42 && due == 1764500000123);
+    assert_int_equal(cmp_str(name, S("logs/x")), 0);
+    assert_int_equal(meta__key_due_decode(k.base, META_TABLE_KEY_LEN + 8, &id, &due, &name),
+                     MG_ECORRUPT); /* no key */
+    assert_int_equal(meta__key_due_decode(k.base, 12, &id, &due, &name), MG_ECORRUPT);
+    uint64_t parent;
+    assert_int_equal(meta__key_object_decode(k.base, k.len, &id, &parent, &name), MG_ECORRUPT);
+    k.len = 0;
+    meta__key_object(&k, 42, S("o"));
+    assert_int_equal(meta__key_due_decode(k.base, k.len, &id, &due, &name), MG_ECORRUPT);
+    struct mg_buf nb;
+    struct mg_str uid;
+    uint32_t part;
+    mg_buf_init(&nb);
+    assert_int_equal(meta__key_upload_decode(k.base, k.len, &id, &nb, &uid, &part), MG_ECORRUPT);
+    mg_buf_close(&nb);
+    assert_int_equal(meta__key_bucket_of(k.base, META_BUCKET_KEY_LEN - 1, &id), MG_ECORRUPT);
+    assert_int_equal(meta__key_bucket_of(k.base, META_BUCKET_KEY_LEN, &id), 0);
+    assert_true(id == 42);
+    mg_buf_close(&k);
 }
 
 static void test_successor(void **state)
@@ -266,8 +533,10 @@ static void test_entry_corrupt(void **state)
 int test_key_run(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape_order),  cmocka_unit_test(test_key_layout),
-        cmocka_unit_test(test_successor),     cmocka_unit_test(test_entry_roundtrip),
+        cmocka_unit_test(test_escape_order),      cmocka_unit_test(test_key_layout),
+        cmocka_unit_test(test_bucket_contiguous), cmocka_unit_test(test_owner_order),
+        cmocka_unit_test(test_seek_keys),         cmocka_unit_test(test_key_decode),
+        cmocka_unit_test(test_successor),         cmocka_unit_test(test_entry_roundtrip),
         cmocka_unit_test(test_entry_corrupt),
     };
     return cmocka_run_group_tests_name("meta_key", tests, NULL, NULL);
