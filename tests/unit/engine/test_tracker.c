@@ -26,6 +26,9 @@
 
 #define KEY_MAX 64
 #define POLL_MS 10
+#define EFFECT_KEYS 200000
+#define EFFECT_DELETED 150000
+#define EFFECT_SCAN 1000
 
 struct fix {
     char *dir;         /* temporary directory */
@@ -140,6 +143,8 @@ static double wait_compactions(struct eng_db *db, uint64_t n, double timeout_ms)
     }
 }
 
+static struct eng_perf scan_live(struct eng_db *db, double *ms);
+
 /* The count trigger fires for a dense run; the age trigger for a smaller one once it is old. */
 static void test_dense_fires(void **state)
 {
@@ -167,6 +172,32 @@ static void test_dense_fires(void **state)
     double ms = wait_compactions(f->db, 2, 5000);
     assert_true(ms >= 250); /* not before it was old enough (coarse clock: ~4 ms slack) */
     assert_int_equal(stats(f->db).tracker_compactions, 2);
+}
+
+/* A range delete counts range_delete_weight deletes and is compacted away with its keys. */
+static void test_delete_range(void **state)
+{
+    struct fix *f = *state;
+    struct eng_tracker_opts to = {
+        .trigger_deletes = 1000, .range_delete_weight = 1000, .age_ms = 60000};
+    char lo[KEY_MAX], hi[KEY_MAX];
+    open_db(f, ENG_COMPACTION_LOCALITY, &to);
+    write_keys(f->db, 1, 0, 5000, 0, 1000);
+    assert_int_equal(eng_db_flush(f->db), 0);
+    size_t ll = mkey(lo, 1, 0), hl = mkey(hi, 1, 4000);
+    struct eng_batch *b = eng_batch_create();
+    eng_batch_delete_range(b, ENG_CF_META, lo, ll, hi, hl);
+    assert_int_equal(eng_batch_commit(f->db, b, 0), 0);
+    eng_batch_destroy(b);
+    wait_compactions(f->db, 1, 5000);
+    struct eng_db_stats s = stats(f->db);
+    assert_int_equal(s.tracker_deletes, 1000);
+    assert_true(s.tracker_bytes_read > 0);
+    double ms;
+    struct eng_perf p = scan_live(f->db, &ms);
+    /* The covered rows are gone from the SSTs: the scan neither skips nor reseeks over them. */
+    assert_int_equal(p.internal_delete_skipped, 0);
+    assert_true(p.internal_key_skipped <= EFFECT_SCAN);
 }
 
 /* A few deletes scattered over many ranges never trigger, and the sweep forgets them. */
@@ -270,10 +301,6 @@ static void test_rate_bytes(void **state)
             (unsigned long long)b1, ms, bound);
     assert_true(ms >= bound - POLL_MS - 5);
 }
-
-#define EFFECT_KEYS 200000
-#define EFFECT_DELETED 150000
-#define EFFECT_SCAN 1000
 
 /* Count the internal steps of a scan over the first EFFECT_SCAN live keys of bucket 1. */
 static struct eng_perf scan_live(struct eng_db *db, double *ms)
@@ -423,6 +450,7 @@ int test_tracker_run(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_dense_fires, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scattered_few, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ranges_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_count, setup, teardown),
