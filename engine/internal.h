@@ -33,6 +33,27 @@ void eng__tracker_end(struct eng__tracker *t);
 /* The tracker_* fields of out. */
 void eng__tracker_stats(struct eng__tracker *t, struct eng_db_stats *out);
 
+#define ENG__TRACKER_BOUND_MAX 64 /* bytes of a range's min and max deleted key kept */
+
+/* What one tracker compaction covers: [lo, hi) of cf, or [lo, end of cf) if hi_unbounded. lo is
+ * <= every deleted key counted in the range, hi > every one (a key longer than the bound
+ * kept is truncated: lo stays below it, hi becomes the truncation's successor). */
+struct eng__tracker_span {
+    enum eng_cf cf;                         /* column family */
+    uint8_t lo[ENG__TRACKER_BOUND_MAX];     /* start (inclusive) */
+    size_t lo_len;                          /* bytes in lo */
+    uint8_t hi[ENG__TRACKER_BOUND_MAX + 1]; /* end (exclusive) */
+    size_t hi_len;                          /* bytes in hi */
+    int hi_unbounded;                       /* 1: no end */
+    uint64_t deletes;                       /* pending deletes it covers */
+    uint64_t age_ms;                        /* age of the oldest of them */
+};
+
+/* The span the tracker would compact now for the range holding key (for tests). Returns 0, or
+ * MG_ENOTFOUND when that range is not tracked or has no pending deletes. */
+int eng__tracker_span_get(struct eng__tracker *t, enum eng_cf cf, const void *key, size_t klen,
+                          struct eng__tracker_span *out);
+
 /* In db.c: CompactRange over [start, end) of cf for the tracker. bytes_read gets the size of
  * the live SSTs of cf overlapping the range before, bytes_written the size of the files
  * overlapping it afterwards that did not exist before (rocksdb_livefiles). Blocks. */

@@ -49,11 +49,11 @@
 
 #include "engine/internal.h"
 
-#define TRK_PREFIX_MAX 48   /* cap on prefix_len */
-#define TRK_BOUND_MAX 64    /* bytes of a range's min/max key kept */
-#define TRK_WIN_SLOTS 4     /* the sliding window is this many sub-windows */
-#define TRK_TICK_MS_MAX 100 /* worker re-checks age triggers at least this often */
-#define TRK_HEX_BYTES 24    /* key bytes shown in a log line */
+#define TRK_PREFIX_MAX 48                    /* cap on prefix_len */
+#define TRK_BOUND_MAX ENG__TRACKER_BOUND_MAX /* bytes of a range's min/max key kept */
+#define TRK_WIN_SLOTS 4                      /* the sliding window is this many sub-windows */
+#define TRK_TICK_MS_MAX 100                  /* worker re-checks age triggers at least this often */
+#define TRK_HEX_BYTES 24                     /* key bytes shown in a log line */
 
 /* Defaults of struct eng_tracker_opts (engine.h). */
 #define TRK_PREFIX_LEN 22
@@ -83,18 +83,6 @@ struct trk_range {
     uint8_t prefix[TRK_PREFIX_MAX]; /* the range's name */
     uint8_t lo[TRK_BOUND_MAX];      /* smallest deleted key (truncated: <= it) */
     uint8_t hi[TRK_BOUND_MAX];      /* largest deleted key or range end (truncated) */
-};
-
-/* One compaction, copied out of its range so the worker runs it without the lock. */
-struct trk_job {
-    enum eng_cf cf;                /* column family */
-    uint8_t lo[TRK_BOUND_MAX];     /* start (inclusive) */
-    size_t lo_len;                 /* bytes in lo */
-    uint8_t hi[TRK_BOUND_MAX + 1]; /* end (exclusive) */
-    size_t hi_len;                 /* bytes in hi */
-    int hi_unbounded;              /* 1: no end */
-    uint64_t deletes;              /* pending deletes it covers */
-    uint64_t age_ms;               /* age of the oldest of them */
 };
 
 struct eng__tracker {
@@ -163,15 +151,16 @@ static uint64_t range_hash(enum eng_cf cf, const uint8_t *p, size_t n)
     return h;
 }
 
-/* The range named by (cf, key's prefix), added if new; NULL when the table is full. */
+/* The range named by (cf, key's prefix), added if new and add is 1; NULL when the table is full
+ * (or it is absent and add is 0). */
 static struct trk_range *range_get(struct eng__tracker *t, enum eng_cf cf, const uint8_t *key,
-                                   size_t plen)
+                                   size_t plen, int add)
 {
     uint64_t h = range_hash(cf, key, plen);
     for (uint32_t i = (uint32_t)h & t->mask;; i = (i + 1) & t->mask) {
         struct trk_range *r = &t->tab[i];
         if (!r->used) {
-            if (t->used >= t->o.ranges_max)
+            if (!add || t->used >= t->o.ranges_max)
                 return NULL;
             memset(r, 0, sizeof *r);
             r->used = 1;
@@ -210,7 +199,7 @@ static void note(struct eng__tracker *t, enum eng_cf cf, const uint8_t *key, siz
     struct trk_range *r = t->last;
     assert(cf < ENG_CF__COUNT && n > 0);
     if (r == NULL || r->cf != cf || r->plen != plen || memcmp(r->prefix, key, plen) != 0)
-        r = range_get(t, cf, key, plen);
+        r = range_get(t, cf, key, plen, 1);
     if (r == NULL) {
         t->untracked += n;
         return;
@@ -330,10 +319,11 @@ static struct trk_range *pick(struct eng__tracker *t, uint64_t now)
     return best;
 }
 
-/* Copy r's span into j and start r afresh (deletes from now on count towards the next run). */
-static void job_take(struct trk_range *r, uint64_t now, struct trk_job *j)
+/* The span CompactRange gets for r: [lo, successor of hi). */
+static void span_fill(const struct trk_range *r, uint64_t now, struct eng__tracker_span *j)
 {
     assert(r->used && r->pending > 0);
+    assert(r->lo_len <= TRK_BOUND_MAX && r->hi_len <= TRK_BOUND_MAX);
     j->cf = (enum eng_cf)r->cf;
     memcpy(j->lo, r->lo, r->lo_len);
     j->lo_len = r->lo_len;
@@ -353,13 +343,20 @@ static void job_take(struct trk_range *r, uint64_t now, struct trk_job *j)
     }
     j->deletes = r->pending;
     j->age_ms = now - r->first_ms;
+}
+
+/* Copy r's span into j and start r afresh (deletes from now on count towards the next run). */
+static void job_take(struct trk_range *r, uint64_t now, struct eng__tracker_span *j)
+{
+    span_fill(r, now, j);
     r->pending = 0;
     r->queued = 0;
     memset(r->win, 0, sizeof r->win);
     r->win_sum = 0;
 }
 
-static void job_run(struct eng__tracker *t, const struct trk_job *j, uint64_t *bytes_written)
+static void job_run(struct eng__tracker *t, const struct eng__tracker_span *j,
+                    uint64_t *bytes_written)
 {
     uint64_t br = 0, bw = 0;
     struct timespec a, b;
@@ -442,7 +439,7 @@ static void *on_worker(void *arg)
             wait_ms(t, r != NULL ? next_ms - now : t->used > 0 ? tick : idle);
             continue;
         }
-        struct trk_job j;
+        struct eng__tracker_span j;
         uint64_t bw = 0;
         job_take(r, now, &j);
         t->running = j.deletes;
@@ -512,4 +509,18 @@ void eng__tracker_stats(struct eng__tracker *t, struct eng_db_stats *out)
         if (t->tab[i].used)
             out->tracker_deletes_pending += t->tab[i].pending;
     pthread_mutex_unlock(&t->mu);
+}
+
+int eng__tracker_span_get(struct eng__tracker *t, enum eng_cf cf, const void *key, size_t klen,
+                          struct eng__tracker_span *out)
+{
+    int rv = MG_ENOTFOUND;
+    pthread_mutex_lock(&t->mu);
+    struct trk_range *r = range_get(t, cf, key, klen < t->o.prefix_len ? klen : t->o.prefix_len, 0);
+    if (r != NULL && r->pending > 0) {
+        span_fill(r, clock_ms(CLOCK_MONOTONIC_COARSE), out);
+        rv = 0;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return rv;
 }

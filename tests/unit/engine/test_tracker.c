@@ -200,6 +200,83 @@ static void test_delete_range(void **state)
     assert_true(p.internal_key_skipped <= EFFECT_SCAN);
 }
 
+static int bytes_cmp(const void *a, size_t al, const void *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c != 0 ? c : (al > bl) - (al < bl);
+}
+
+/* Every key of keys[0..n) lies in the span the tracker gives for its range. */
+static void assert_span_covers(struct eng__tracker *t, uint8_t (*keys)[128], const size_t *kl,
+                               int n, struct eng__tracker_span *sp)
+{
+    assert_int_equal(eng__tracker_span_get(t, ENG_CF_META, keys[0], kl[0], sp), 0);
+    for (int i = 0; i < n; i++) {
+        assert_true(bytes_cmp(sp->lo, sp->lo_len, keys[i], kl[i]) <= 0);
+        assert_true(sp->hi_unbounded || bytes_cmp(keys[i], kl[i], sp->hi, sp->hi_len) < 0);
+    }
+}
+
+/* The span compacted covers every deleted key, also keys longer than the 64 bytes kept. */
+static void test_span_bounds(void **state)
+{
+    struct fix *f = *state;
+    struct eng_tracker_opts never = {.trigger_deletes = UINT32_MAX, .age_ms = UINT32_MAX};
+    struct eng__tracker_span sp;
+    uint8_t keys[4][128];
+    size_t kl[4];
+    open_db(f, ENG_COMPACTION_ROCKSDB, NULL);
+    struct eng__tracker *t = eng__tracker_create(f->db, &never);
+
+    /* Short keys, deleted out of order: exactly [smallest, largest + "\0"). */
+    for (int i = 0; i < 3; i++)
+        kl[i] = mkey((char *)keys[i], 1, (uint32_t)(7 - 3 * i)); /* 7, 4, 1 */
+    eng__tracker_begin(t);
+    for (int i = 0; i < 3; i++)
+        eng__tracker_delete(t, ENG_CF_META, keys[i], kl[i]);
+    eng__tracker_end(t);
+    assert_span_covers(t, keys, kl, 3, &sp);
+    assert_int_equal(sp.deletes, 3);
+    assert_memory_equal(sp.lo, keys[2], kl[2]);
+    assert_int_equal(sp.lo_len, kl[2]);
+    assert_int_equal(sp.hi_len, kl[0] + 1);
+    assert_memory_equal(sp.hi, keys[0], kl[0]);
+    assert_int_equal(sp.hi[kl[0]], 0);
+
+    /* 100-byte keys whose 64th byte is 0xFF: the successor carries into byte 63. */
+    for (int i = 0; i < 3; i++) {
+        memset(keys[i], 'k', 100);
+        keys[i][0] = 0x05;
+        keys[i][63] = 0xFF;
+        keys[i][99] = (uint8_t)('a' + i);
+        kl[i] = 100;
+    }
+    eng__tracker_begin(t);
+    eng__tracker_delete(t, ENG_CF_META, keys[1], kl[1]);
+    eng__tracker_delete(t, ENG_CF_META, keys[2], kl[2]);
+    eng__tracker_delete_range(t, ENG_CF_META, keys[0], kl[0], keys[1], kl[1]);
+    eng__tracker_end(t);
+    assert_span_covers(t, keys, kl, 3, &sp);
+    assert_int_equal(sp.lo_len, 64);
+    assert_int_equal(sp.hi_unbounded, 0);
+    assert_int_equal(sp.hi_len, 63);
+    assert_int_equal(sp.hi[62], 'k' + 1);
+
+    /* A key of all 0xFF bytes has no successor of its truncation: no end. */
+    memset(keys[0], 0xFF, 100);
+    kl[0] = 100;
+    eng__tracker_begin(t);
+    eng__tracker_delete(t, ENG_CF_META, keys[0], kl[0]);
+    eng__tracker_end(t);
+    assert_span_covers(t, keys, kl, 1, &sp);
+    assert_int_equal(sp.hi_unbounded, 1);
+
+    /* Another prefix, or another CF, is another range. */
+    assert_int_equal(eng__tracker_span_get(t, ENG_CF_META, "zz", 2, &sp), MG_ENOTFOUND);
+    assert_int_equal(eng__tracker_span_get(t, ENG_CF_INDEX, keys[0], kl[0], &sp), MG_ENOTFOUND);
+    eng__tracker_destroy(t);
+}
+
 /* A few deletes scattered over many ranges never trigger, and the sweep forgets them. */
 static void test_scattered_few(void **state)
 {
@@ -451,6 +528,7 @@ int test_tracker_run(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_dense_fires, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_range, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_span_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scattered_few, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ranges_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_count, setup, teardown),
