@@ -15,6 +15,9 @@
  * decoded configuration is one an XML body could have given. */
 long lc__utf8_len(struct mg_str s);
 
+/* memcmp order of two strings, a shorter one first on a common prefix: <0, 0, >0. */
+int lc__str_cmp(struct mg_str a, struct mg_str b);
+
 /* 1 when a and b hold the same bytes. */
 int lc__str_eq(struct mg_str a, struct mg_str b);
 
@@ -30,8 +33,14 @@ int lc__rule_check(const struct lc_rule *r, char *errmsg);
  * non-empty IDs (MG_EINVALIDARGUMENT), no mix of legacy Prefix and Filter (MG_EINVALIDREQUEST). */
 int lc__config_check_head(const struct lc_config *cfg, char *errmsg);
 
+/* Before Lifecycle V2 (rules with their own Prefix), no two rules taking the same kind of
+ * action (Expiration, AbortIncompleteMultipartUpload) may have overlapping prefixes:
+ * MG_EINVALIDREQUEST. Needs the rules' actions set. */
+int lc__config_check_overlap(const struct lc_config *cfg, char *errmsg);
+
 /* The configuration's invariants: the rule count, ID lengths and uniqueness, no mix of legacy
- * Prefix and Filter, then lc__rule_check for each rule in order. Same returns. */
+ * Prefix and Filter, then lc__rule_check for each rule in order, then
+ * lc__config_check_overlap. Same returns. */
 int lc__config_check(const struct lc_config *cfg, char *errmsg);
 
 #endif

@@ -108,7 +108,8 @@ struct lc_config {
  *   MG_EINVALIDREQUEST   no rule or more than 1,000, a rule with no action, duplicate tag keys,
  *                        sizes out of range or ObjectSizeGreaterThan >= ObjectSizeLessThan,
  *                        AbortIncompleteMultipartUpload with a tag or size filter, legacy Prefix
- *                        and Filter mixed across rules;
+ *                        and Filter mixed across rules, overlapping legacy prefixes for one kind
+ *                        of action, ExpiredObjectDeleteMarker true with a tag or size filter;
  *   MG_EINVALIDTAG       a filter tag key or value too long;
  *   MG_ENOTIMPLEMENTED   Transition, NoncurrentVersionExpiration, NoncurrentVersionTransition,
  *                        ExpiredObjectDeleteMarker true (all need versioning or storage

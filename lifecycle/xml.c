@@ -520,10 +520,7 @@ static int judge_rule(struct lc_rule *r, const struct given *g, char *errmsg)
 
 static int cmp_str(const void *a, const void *b)
 {
-    const struct mg_str *x = a, *y = b;
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = n ? memcmp(x->base, y->base, n) : 0;
-    return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
+    return lc__str_cmp(*(const struct mg_str *)a, *(const struct mg_str *)b);
 }
 
 /* IDs for rules given none: "rule-N", the lowest N >= 1 not given to any rule. */
@@ -562,6 +559,8 @@ static int judge(struct lc_config *cfg, const struct given *gs, struct mg_arena 
         if ((rv = judge_rule(&cfg->rules[i], &gs[i], errmsg)) != 0 ||
             (rv = lc__rule_check(&cfg->rules[i], errmsg)) != 0)
             return rv;
+    if ((rv = lc__config_check_overlap(cfg, errmsg)) != 0)
+        return rv;
     for (size_t i = 0; i < cfg->nrules; i++) {
         if (gs[i].unsupported)
             return lc__fail(MG_ENOTIMPLEMENTED, errmsg, "Transitions and noncurrent-version "

@@ -282,7 +282,7 @@ static void test_invalid_request(void **state)
 {
     (void)state;
     tl_parse_fails(LC1("<Filter/>" ON), MG_EINVALIDREQUEST,
-                   "At least one action needs to be specified in a rule");
+                   "At least one action must be specified in a lifecycle rule.");
     tl_parse_fails(LC1("<Filter><And><Tag><Key>a</Key><Value>1</Value></Tag><Tag><Key>a</Key>"
                        "<Value>2</Value></Tag></And></Filter>" ON EXP1),
                    MG_EINVALIDREQUEST, "Duplicate Tag Keys are not allowed.");
@@ -311,6 +311,35 @@ static void test_invalid_request(void **state)
     tl_parse_fails("<LifecycleConfiguration><Rule><Filter/>" ON EXP1 "</Rule>"
                    "<Rule><Prefix>a</Prefix>" ON EXP1 "</Rule></LifecycleConfiguration>",
                    MG_EINVALIDREQUEST, "Base level prefix cannot be used in Lifecycle V2");
+    /* Before V2, overlapping prefixes for one kind of action are refused (an equal one too). */
+    tl_parse_fails("<LifecycleConfiguration><Rule><ID>a</ID><Prefix>logs/</Prefix>" ON EXP1
+                   "</Rule><Rule><ID>b</ID><Prefix>x</Prefix>" ON EXP1 "</Rule><Rule><ID>c</ID>"
+                   "<Prefix>logs/old/</Prefix>" ON EXP1 "</Rule></LifecycleConfiguration>",
+                   MG_EINVALIDREQUEST, "Found overlapping prefixes 'logs/' and 'logs/old/' for "
+                                       "same action type 'Expiration'");
+    tl_parse_fails("<LifecycleConfiguration><Rule><ID>a</ID><Prefix></Prefix>" ON
+                   "<AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation>"
+                   "</AbortIncompleteMultipartUpload></Rule><Rule><ID>b</ID><Prefix>u</Prefix>" ON
+                   "<AbortIncompleteMultipartUpload><DaysAfterInitiation>2</DaysAfterInitiation>"
+                   "</AbortIncompleteMultipartUpload></Rule></LifecycleConfiguration>",
+                   MG_EINVALIDREQUEST, "'AbortIncompleteMultipartUpload'");
+}
+
+/* Overlap is per kind of action, and V2 filters may overlap freely. */
+static void test_overlap_allowed(void **state)
+{
+    struct lc_config c;
+    tl_parse_ok(*state, "<LifecycleConfiguration><Rule><ID>a</ID><Prefix>logs/</Prefix>" ON EXP1
+                        "</Rule><Rule><ID>b</ID><Prefix>logs/old/</Prefix>" ON
+                        "<AbortIncompleteMultipartUpload><DaysAfterInitiation>1"
+                        "</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>"
+                        "<Rule><ID>c</ID><Prefix>logz</Prefix>" ON EXP1 "</Rule>"
+                        "</LifecycleConfiguration>", &c);
+    assert_int_equal(c.nrules, 3);
+    tl_parse_ok(*state, "<LifecycleConfiguration><Rule><ID>a</ID><Filter><Prefix>logs/</Prefix>"
+                        "</Filter>" ON EXP1 "</Rule><Rule><ID>b</ID><Filter><Prefix>logs/old/"
+                        "</Prefix></Filter>" ON EXP1 "</Rule></LifecycleConfiguration>", &c);
+    assert_int_equal(c.nrules, 2);
 }
 
 static void test_invalid_tag(void **state)
@@ -411,6 +440,7 @@ int test_xml_run(void)
         cmocka_unit_test_setup_teardown(test_too_deep, tl_setup, tl_teardown),
         cmocka_unit_test_setup_teardown(test_invalid_argument, tl_setup, tl_teardown),
         cmocka_unit_test_setup_teardown(test_invalid_request, tl_setup, tl_teardown),
+        cmocka_unit_test_setup_teardown(test_overlap_allowed, tl_setup, tl_teardown),
         cmocka_unit_test_setup_teardown(test_invalid_tag, tl_setup, tl_teardown),
         cmocka_unit_test_setup_teardown(test_not_implemented, tl_setup, tl_teardown),
         cmocka_unit_test_setup_teardown(test_to_xml_roundtrip, tl_setup, tl_teardown),
