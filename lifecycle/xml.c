@@ -324,8 +324,9 @@ static int parse_size(const struct node *n, int *has, int64_t *v, char *errmsg)
     return 0;
 }
 
-/* Prefix, Tag*, ObjectSizeGreaterThan, ObjectSizeLessThan under f (Filter or And). In a
- * Filter at most one of them may appear (max_preds 1); And takes any number of Tag. */
+/* Prefix, Tag*, ObjectSizeGreaterThan, ObjectSizeLessThan under f (a Filter, or its And when
+ * in_and). A Filter holds at most one of them, or a lone And; an And holds any number of Tag
+ * and at most one of each other predicate. */
 static int parse_preds(const struct node *f, int in_and, struct lc_filter *out, struct given *g,
                        struct mg_arena *a, char *errmsg)
 {
