@@ -36,6 +36,24 @@
 static const char *const cf_names[ENG_CF__COUNT] = {"default", "meta", "index"};
 static const char *const compaction_names[] = {"locality", "rocksdb", "rocksdb+collector"};
 
+int eng_compaction_parse(const char *s, size_t len, enum eng_compaction *out)
+{
+    assert(s != NULL && out != NULL);
+    for (int c = ENG_COMPACTION_LOCALITY; c <= ENG_COMPACTION_ROCKSDB_COLLECTOR; c++) {
+        if (strlen(compaction_names[c]) == len && memcmp(compaction_names[c], s, len) == 0) {
+            *out = (enum eng_compaction)c;
+            return 0;
+        }
+    }
+    return MG_EINVALIDARGUMENT;
+}
+
+const char *eng_compaction_name(enum eng_compaction c)
+{
+    assert(c <= ENG_COMPACTION_ROCKSDB_COLLECTOR);
+    return compaction_names[c];
+}
+
 struct eng_db {
     rocksdb_t *db;                                   /* shared by all threads */
     rocksdb_options_t *opts;                         /* DB-wide options */
@@ -198,7 +216,7 @@ int eng_db_open(const char *dir, const struct eng_db_opts *opts, struct eng_db *
     if (db->compaction == ENG_COMPACTION_LOCALITY)
         db->tracker = eng__tracker_create(db, &opts->tracker);
     mg_log(MG_LOG_INFO, "event=db_open dir=%s wal=%s compaction=%s", dir,
-           db->wal ? "on" : "off", compaction_names[db->compaction]);
+           db->wal ? "on" : "off", eng_compaction_name(db->compaction));
     *out = db;
     return 0;
 }

@@ -27,9 +27,38 @@ enum eng_cf {
     ENG_CF__COUNT
 };
 
+/* How deleted rows get compacted away (the engine.compaction ablation switch, DESIGN.md 10). */
+enum eng_compaction {
+    ENG_COMPACTION_LOCALITY,          /* default: the delete tracker, no collector */
+    ENG_COMPACTION_ROCKSDB,           /* stock level compaction only */
+    ENG_COMPACTION_ROCKSDB_COLLECTOR, /* stock + CompactOnDeletionCollector on the meta CF */
+};
+
+/* The config spelling of engine.compaction: "locality", "rocksdb", "rocksdb+collector".
+ * eng_compaction_parse returns 0 or MG_EINVALIDARGUMENT (out untouched). */
+int eng_compaction_parse(const char *s, size_t len, enum eng_compaction *out);
+const char *eng_compaction_name(enum eng_compaction c);
+
+/* The delete tracker's knobs (ENG_COMPACTION_LOCALITY; engine/tracker.c has the design). A
+ * range is the set of keys of one CF sharing their first prefix_len bytes. Every field left 0
+ * takes its default. */
+struct eng_tracker_opts {
+    uint32_t prefix_len;          /* key bytes naming a range (default 22, at most 48) */
+    uint32_t ranges_max;          /* ranges tracked at once (default 1024) */
+    uint32_t window_ms;           /* sliding window for the count trigger (default 10000) */
+    uint32_t trigger_deletes;     /* deletes in the window that trigger (default 4096) */
+    uint32_t age_ms;              /* oldest uncompacted delete this old triggers... (5000) */
+    uint32_t age_min_deletes;     /* ...with at least this many behind it (default 256) */
+    uint32_t range_delete_weight; /* one delete_range counts as this many deletes (256) */
+    uint32_t compactions_per_sec_max; /* tracker compactions started per second (default 4) */
+    uint64_t bytes_per_sec_max; /* SST bytes they may write per second (default 64 MiB) */
+};
+
 struct eng_db_opts {
     int wal;                  /* 1: RocksDB WAL on (until Raft is the WAL) */
     size_t block_cache_bytes; /* 0: default */
+    enum eng_compaction compaction; /* default (0): ENG_COMPACTION_LOCALITY */
+    struct eng_tracker_opts tracker; /* used with ENG_COMPACTION_LOCALITY */
 };
 
 struct eng_db;
@@ -88,6 +117,37 @@ int eng_db_flush(struct eng_db *db);
 
 /* Integer RocksDB property ("rocksdb.estimate-num-keys", ...) summed over cfs; 0 if absent. */
 uint64_t eng_db_property_int(struct eng_db *db, const char *name);
+
+/* Counters for /metrics. Tombstones are point deletes not yet compacted away: in memtables
+ * ("rocksdb.num-deletes-active-mem-table" + "-imm-mem-tables") and in SSTs (the num_deletions
+ * table property of each live file, rocksdb_livefiles_deletions); range tombstones are not
+ * counted. The tracker_* fields stay 0 unless the mode is ENG_COMPACTION_LOCALITY. */
+struct eng_db_stats {
+    int wal;                                  /* 1: RocksDB WAL on */
+    enum eng_compaction compaction;           /* mode the DB was opened with */
+    uint64_t tombstones_mem[ENG_CF__COUNT];   /* point deletes in memtables, per CF */
+    uint64_t tombstones_sst[ENG_CF__COUNT];   /* point deletes in live SSTs, per CF */
+    uint64_t tracker_compactions;   /* CompactRange calls the tracker made since open */
+    uint64_t tracker_bytes_read;    /* SST bytes those compactions consumed (live-file lists) */
+    uint64_t tracker_bytes_written; /* SST bytes of the files they wrote in their place */
+    uint64_t tracker_ranges;        /* ranges tracked now (<= ranges_max) */
+    uint64_t tracker_deletes;       /* deletes counted since open (a range delete: its weight) */
+    uint64_t tracker_deletes_pending;   /* of those, not yet compacted (or being compacted) */
+    uint64_t tracker_deletes_untracked; /* not counted: the range table was full */
+};
+/* Fill out. Walks the live SST list (call it from a metrics scrape, not per request). */
+void eng_db_stats_get(struct eng_db *db, struct eng_db_stats *out);
+
+/* Per-thread RocksDB perf counters for a caller-driven scan (a LIST): eng_perf_begin turns
+ * counting on for the calling thread and zeroes the counters; every RocksDB call this thread
+ * makes until eng_perf_end is counted (iterators and gets alike); eng_perf_end fills out and
+ * turns counting off. Cheap (thread-local counters, no timing). */
+struct eng_perf {
+    uint64_t internal_delete_skipped; /* tombstones stepped over (perf internal_delete_skipped) */
+    uint64_t internal_key_skipped;    /* hidden entries stepped over (internal_key_skipped) */
+};
+void eng_perf_begin(void);
+void eng_perf_end(struct eng_perf *out);
 
 /* ------------------------------------------------------------ blob store */
 

@@ -453,6 +453,14 @@ static void test_effect_rocksdb(void **state)
 static void test_modes_open(void **state)
 {
     struct fix *f = *state;
+    enum eng_compaction c = ENG_COMPACTION_ROCKSDB;
+    assert_int_equal(eng_compaction_parse("rocksdb+collector", 17, &c), 0);
+    assert_int_equal(c, ENG_COMPACTION_ROCKSDB_COLLECTOR);
+    assert_int_equal(eng_compaction_parse("locality", 8, &c), 0);
+    assert_int_equal(c, ENG_COMPACTION_LOCALITY);
+    assert_int_equal(eng_compaction_parse("rocksdb+", 8, &c), MG_EINVALIDARGUMENT);
+    assert_int_equal(eng_compaction_parse("rocksdb", 7, &c), 0);
+    assert_string_equal(eng_compaction_name(c), "rocksdb");
     for (int m = ENG_COMPACTION_LOCALITY; m <= ENG_COMPACTION_ROCKSDB_COLLECTOR; m++) {
         open_db(f, (enum eng_compaction)m, NULL);
         write_keys(f->db, 1, 0, 10, 1, 10);
