@@ -139,6 +139,7 @@ int mraft__desc_decode(const struct raft_buffer *buf, struct mraft_snapshot_desc
 /* ---- FSM adapter ---------------------------------------------------------- */
 
 static int replay(struct mraft_group *g);
+static void deferred_push(struct mraft_group *g, uint64_t index, const void *buf, size_t len);
 
 /* libraft 0.15 calls fsm->apply(index) while r->last_applied is index - 1
  * (replicationApply advances last_applied after the call). */
@@ -154,6 +155,10 @@ static int on_fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, voi
     }
     if (index <= g->applied)
         return 0; /* the engine's durable state already covers it */
+    if (g->install_pending) {
+        deferred_push(g, index, buf->base, buf->len); /* after the install */
+        return 0;
+    }
     int rv = g->owner->apply(g->owner_data, index, buf->base, buf->len, result);
     if (rv != 0) {
         mg_log(MG_LOG_ERROR, "event=apply_failed group=%llu index=%llu err=%s",
@@ -174,6 +179,8 @@ static int on_fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], uns
 {
     struct mraft_group *g = fsm->data;
     struct raft *r = g->raft;
+    if (g->install_pending)
+        return RAFT_BUSY; /* the owner's state is behind libraft's; retried later */
     struct mraft_snapshot_desc d = {
         .index = r->snapshot.pending.index,
         .term = r->snapshot.pending.term,
@@ -207,11 +214,166 @@ static int on_fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], uns
     return 0;
 }
 
+/* ---- out-of-band install, off the loop -------------------------------------
+ *
+ * libraft 0.15 restores synchronously inside its InstallSnapshot callback and
+ * cannot take a "not yet": before calling fsm->restore it has already moved
+ * its in-memory log to the snapshot (replicationInstallSnapshot's
+ * logRestore), so when restore fails, the leader's retry is answered "have a
+ * more recent snapshot", the follower goes on appending after the snapshot
+ * index, and it never applies anything again (entries at or below the
+ * snapshot index are gone; replicationApply finds NULL and stops) until a
+ * restart. And fsm->apply may not fail either: on the heartbeat path
+ * (replicationAppend with no new entries) an apply error makes the instance
+ * unavailable.
+ *
+ * So restore always succeeds: the descriptor becomes the group's pending
+ * install, the owner's install (and its fetch hook, on a libuv worker through
+ * the host) runs when it can, and every entry libraft applies meanwhile is
+ * copied into a deferred queue and handed to the owner, in order, right after
+ * the install covered the snapshot. While an install is pending the group is
+ * never ready (no proposal is submitted, no read is confirmed, so nothing is
+ * acknowledged against state the owner does not have) and takes no snapshot.
+ * A failed install or fetch (MG_EBUSY: no peer can serve it yet) is retried
+ * from the tick every INSTALL_RETRY_MS. A newer InstallSnapshot while one is
+ * pending replaces the target. A crash while pending restarts from the
+ * persisted descriptor (replay's install fallback). */
+
+#define INSTALL_RETRY_MS 500 /* between attempts of a failed install or fetch */
+
+struct mraft__deferred {
+    struct mraft__deferred *next;
+    uint64_t index;
+    size_t len;
+    unsigned char data[]; /* the entry's payload */
+};
+
+static void deferred_drop_through(struct mraft_group *g, uint64_t index)
+{
+    while (g->deferred != NULL && g->deferred->index <= index) {
+        struct mraft__deferred *e = g->deferred;
+        g->deferred = e->next;
+        mg_free(e);
+    }
+    if (g->deferred == NULL)
+        g->deferred_tail = NULL;
+}
+
+static void deferred_push(struct mraft_group *g, uint64_t index, const void *buf, size_t len)
+{
+    struct mraft__deferred *e = mg_malloc(sizeof(*e) + len);
+    e->next = NULL;
+    e->index = index;
+    e->len = len;
+    memcpy(e->data, buf, len);
+    if (g->deferred_tail != NULL)
+        g->deferred_tail->next = e;
+    else
+        g->deferred = e;
+    g->deferred_tail = e;
+}
+
+/* Has a fetch covering the pending descriptor completed? If not, start one
+ * unless one runs or a failed one waits for its retry time. */
+static bool fetched(struct mraft_group *g)
+{
+    const struct mraft_snapshot_desc *d = &g->install_desc;
+    if (g->fetch_ready && g->fetch_covers >= d->index)
+        return true;
+    if (g->fetch_busy)
+        return false;
+    g->fetch_ready = false;
+    g->fetch_desc = *d;
+    if (g->host != NULL) {
+        mraft__host_fetch(g); /* mraft__group_fetched continues */
+        return false;
+    }
+    uint64_t covers = 0; /* fixture tests: inline */
+    int rv = g->owner->fetch(g->owner_data, d, &covers);
+    g->fetch_ready = rv == 0;
+    g->fetch_covers = covers;
+    return rv == 0 && covers >= d->index;
+}
+
+/* Try to complete the pending install now, then apply what was deferred.
+ * Runs on the loop: with a fetch hook, install only swaps in what the worker
+ * staged. */
+static void install_try(struct mraft_group *g)
+{
+    struct raft *r = g->raft;
+    if (!g->install_pending || g->closing || g->fetch_busy)
+        return;
+    if (r->io->time(r->io) < g->install_retry_at)
+        return;
+    if (!g->install_swapped) {
+        if (g->owner->fetch != NULL && !fetched(g)) {
+            if (!g->fetch_busy)
+                g->install_retry_at = r->io->time(r->io) + INSTALL_RETRY_MS;
+            return;
+        }
+        uint64_t applied = 0;
+        int rv = g->owner->install(g->owner_data, &g->install_desc, &applied);
+        g->fetch_ready = false; /* the staged checkpoint is used up either way */
+        if (rv == 0 && applied < g->install_desc.index)
+            rv = MG_EBUSY; /* the checkpoint must cover the snapshot */
+        if (rv != 0) {
+            mg_log(MG_LOG_WARN, "event=install_deferred group=%llu index=%llu err=%s",
+                   (unsigned long long)g->id, (unsigned long long)g->install_desc.index,
+                   mg_err_name(rv));
+            g->install_retry_at = r->io->time(r->io) + INSTALL_RETRY_MS;
+            return;
+        }
+        g->applied = applied;
+        g->install_swapped = true;
+        g->installs++;
+    }
+    unsigned n = 0;
+    while (g->deferred != NULL) {
+        struct mraft__deferred *e = g->deferred;
+        if (e->index > g->applied) {
+            void *result = NULL;
+            int rv = g->owner->apply(g->owner_data, e->index, e->data, e->len, &result);
+            if (rv != 0) { /* keep it and the rest; retried from the tick */
+                mg_log(MG_LOG_ERROR, "event=apply_failed group=%llu index=%llu err=%s",
+                       (unsigned long long)g->id, (unsigned long long)e->index,
+                       mg_err_name(rv));
+                g->install_retry_at = r->io->time(r->io) + INSTALL_RETRY_MS;
+                return;
+            }
+            g->applied = e->index;
+            n++;
+        }
+        g->deferred = e->next;
+        mg_free(e);
+    }
+    g->deferred_tail = NULL;
+    g->install_pending = false;
+    g->install_swapped = false;
+    mg_log(MG_LOG_INFO, "event=installed group=%llu index=%llu applied=%llu deferred=%u",
+           (unsigned long long)g->id, (unsigned long long)g->install_desc.index,
+           (unsigned long long)g->applied, n);
+}
+
+void mraft__group_fetched(struct mraft_group *g, int rv, uint64_t covers)
+{
+    g->fetch_busy = false;
+    g->fetch_ready = rv == 0;
+    g->fetch_covers = covers;
+    mg_log(rv == 0 ? MG_LOG_INFO : MG_LOG_WARN,
+           "event=fetched group=%llu index=%llu covers=%llu err=%s", (unsigned long long)g->id,
+           (unsigned long long)g->fetch_desc.index, (unsigned long long)covers,
+           rv == 0 ? "none" : mg_err_name(rv));
+    if (rv != 0)
+        g->install_retry_at = g->raft->io->time(g->raft->io) + INSTALL_RETRY_MS;
+    install_try(g);
+}
+
 /* Two cases. During raft_start (g->starting) the descriptor is our own: the
  * engine reopens its durable state and the tail (applied, index] is replayed
  * from the log in mraft__group_started. Otherwise it is an InstallSnapshot
- * from the leader: the owner fetches a checkpoint out of band. On success the
- * buffer is ours to free (libraft's snapshotRestore transfers it). */
+ * from the leader: it becomes the pending install (above) and restore
+ * succeeds at once. On success the buffer is ours to free (libraft's
+ * snapshotRestore transfers it). */
 static int on_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
     struct mraft_group *g = fsm->data;
@@ -229,22 +391,21 @@ static int on_fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
             return to_raft(rv);
         g->replay_to = d.index;
         g->start_desc = d;
+        g->applied = applied;
     } else {
         if (g->owner->install == NULL)
-            return RAFT_BUSY;
-        rv = g->owner->install(g->owner_data, &d, &applied);
-        if (rv == 0 && applied < d.index)
-            rv = MG_EBUSY; /* the checkpoint must cover the snapshot */
-        if (rv != 0) {
-            mg_log(MG_LOG_WARN, "event=install_deferred group=%llu index=%llu err=%s",
-                   (unsigned long long)g->id, (unsigned long long)d.index, mg_err_name(rv));
-            return to_raft(rv);
+            return RAFT_BUSY; /* cannot install at all (single-voter owners) */
+        if (!g->install_pending || d.index > g->install_desc.index) {
+            g->install_desc = d;
+            g->install_swapped = false; /* a newer one replaces the target */
         }
-        mg_log(MG_LOG_INFO, "event=installed group=%llu index=%llu applied=%llu",
-               (unsigned long long)g->id, (unsigned long long)d.index,
-               (unsigned long long)applied);
+        g->install_pending = true;
+        g->install_retry_at = 0;
+        deferred_drop_through(g, g->install_desc.index); /* the snapshot covers them */
+        mg_log(MG_LOG_INFO, "event=install_pending group=%llu index=%llu",
+               (unsigned long long)g->id, (unsigned long long)g->install_desc.index);
+        install_try(g); /* without a fetch hook this installs right here */
     }
-    g->applied = applied;
     raft_free(buf->base);
     return 0;
 }
@@ -456,10 +617,12 @@ static int replay(struct mraft_group *g)
         uint64_t index = g->applied + 1;
         const struct raft_entry *e = mraft__log_get(r, index);
         if (e == NULL) {
-            uint64_t applied = 0;
-            int rv = g->owner->install != NULL
-                         ? g->owner->install(g->owner_data, &g->start_desc, &applied)
-                         : MG_EIO;
+            uint64_t applied = 0, covers = 0;
+            int rv = g->owner->install != NULL ? 0 : MG_EIO;
+            if (rv == 0 && g->owner->fetch != NULL) /* start-up: on the loop */
+                rv = g->owner->fetch(g->owner_data, &g->start_desc, &covers);
+            if (rv == 0)
+                rv = g->owner->install(g->owner_data, &g->start_desc, &applied);
             if (rv == 0 && applied < g->replay_to)
                 rv = MG_EIO;
             if (rv != 0) {
@@ -497,7 +660,8 @@ int mraft__group_started(struct mraft_group *g)
 static bool is_ready(const struct mraft_group *g)
 {
     const struct raft *r = g->raft;
-    return r->state == RAFT_LEADER && r->transfer == NULL && g->ready_term == r->current_term;
+    return r->state == RAFT_LEADER && r->transfer == NULL && g->ready_term == r->current_term &&
+           !g->install_pending;
 }
 
 static uint64_t leader_hint(struct mraft_group *g)
@@ -677,7 +841,7 @@ static void on_read_barrier(struct raft_barrier *b, int status)
 static void read_kick(struct mraft_group *g)
 {
     struct raft *r = g->raft;
-    if (g->read_barrier_busy || g->r_head == NULL || g->closing)
+    if (g->read_barrier_busy || g->r_head == NULL || g->closing || g->install_pending)
         return;
     if (r->state != RAFT_LEADER || r->transfer != NULL)
         return;
@@ -761,6 +925,7 @@ void mraft__group_tick(struct mraft_group *g)
     struct raft *r = g->raft;
     if (g->closing || r->state == RAFT_UNAVAILABLE)
         return;
+    install_try(g);
     if (r->state != RAFT_LEADER) {
         if (g->q_head != NULL || g->r_head != NULL)
             mraft__group_fail_queued(g, g->fence_err != 0 ? g->fence_err : MG_ENOTLEADER);
@@ -786,6 +951,7 @@ void mraft__group_closing(struct mraft_group *g)
 {
     g->closing = true;
     mraft__group_fail_queued(g, MG_ESHUTDOWN);
+    deferred_drop_through(g, UINT64_MAX);
 }
 
 /* ---- queries ---------------------------------------------------------------- */
@@ -853,6 +1019,8 @@ void mraft_group_stats_get(struct mraft_group *g, struct mraft_group_stats *out)
     out->snapshot_index = r->log.snapshot.last_index;
     out->log_bytes = g->host != NULL ? mraft__host_log_bytes(g) : 0;
     out->fence_err = g->fence_err;
+    out->installing = g->install_pending;
+    out->installs = g->installs;
     out->role = mraft_group_role(g);
     out->ready = mraft_group_ready(g);
     out->term = r->current_term;

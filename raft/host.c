@@ -156,8 +156,10 @@ static void on_check(uv_check_t *c)
         if (!g->kicked)
             continue;
         g->kicked = false;
-        if (g->closing && g->raft_closed)
+        if (g->closing && g->raft_closed && !g->fetch_busy)
             group_finish(g); /* destroyed after it had stopped */
+        else if (g->closing)
+            continue; /* on_reaped or fetch_done finishes it */
         else if (g->fence_err != 0 && !g->stopping && !g->closing)
             group_stop(g);
         else
@@ -169,6 +171,31 @@ void mraft__host_kick(struct mraft_host *h, struct mraft_group *g)
 {
     g->kicked = true;
     h->n_kicked++;
+}
+
+/* ---- out-of-band install: the fetch worker ------------------------------------- */
+
+static void fetch_work(uv_work_t *w)
+{
+    struct mraft_group *g = w->data;
+    g->fetch_rv_covers = 0;
+    g->fetch_rv = g->owner->fetch(g->owner_data, &g->fetch_desc, &g->fetch_rv_covers);
+}
+
+static void fetch_done(uv_work_t *w, int status)
+{
+    struct mraft_group *g = w->data;
+    mraft__group_fetched(g, status == 0 ? g->fetch_rv : MG_ESHUTDOWN, g->fetch_rv_covers);
+    if (g->closing && g->raft_closed)
+        group_finish(g); /* its release waited for the worker */
+}
+
+void mraft__host_fetch(struct mraft_group *g)
+{
+    assert(!g->fetch_busy);
+    g->fetch_busy = true;
+    g->fetch_work.data = g;
+    uv_queue_work(g->host->loop, &g->fetch_work, fetch_work, fetch_done);
 }
 
 /* ---- disk-full admission ------------------------------------------------------ */
@@ -439,8 +466,8 @@ static void on_reaped(uv_handle_t *handle)
     struct mraft_group *g = handle->data;
     raft_uv_close(&g->io);
     g->raft_closed = true;
-    if (g->closing)
-        group_finish(g);
+    if (g->closing && !g->fetch_busy)
+        group_finish(g); /* else fetch_done finishes it */
     /* else stopped after a fence: mraft_group_destroy finishes it */
 }
 
@@ -483,13 +510,13 @@ void mraft_group_destroy(struct mraft_group *g, bool remove_data, mraft_group_cl
     g->remove_data = remove_data;
     g->close_cb = cb;
     g->close_data = data;
-    if (g->raft_closed && g->host->closing)
+    if (g->raft_closed && !g->fetch_busy && g->host->closing)
         group_finish(g); /* stopped; the host's own close callback comes later */
-    else if (g->raft_closed)
+    else if (g->raft_closed && !g->fetch_busy)
         mraft__host_kick(g->host, g); /* stopped: finish from the check phase */
-    else if (!g->stopping)
+    else if (!g->stopping && !g->raft_closed)
         raft_close(g->raft, on_raft_closed);
-    /* else on_raft_closed of the stop finishes it */
+    /* else on_reaped (stop still closing) or fetch_done finishes it */
 }
 
 static int bootstrap(struct mraft_group *g, const struct mraft_group_config *cfg)

@@ -34,6 +34,7 @@ struct mraft__tuning {
 };
 
 struct mraft__conn;
+struct mraft__deferred;
 struct mraft__net;
 
 /* One group's view of the shared listener: a struct raft_uv_transport whose
@@ -81,6 +82,20 @@ struct mraft_group {
     bool starting;                      /* inside raft_start */
     uint64_t replay_to;                 /* snapshot index restored at start, 0 if none */
     struct mraft_snapshot_desc start_desc; /* the descriptor restored at start */
+    /* pending out-of-band install (core.c) and its fetch (host.c worker) */
+    bool install_pending;               /* restored a leader's descriptor, not installed */
+    struct mraft_snapshot_desc install_desc; /* what must be installed */
+    bool install_swapped;               /* install done, deferred entries not all applied */
+    uint64_t install_retry_at;          /* io->time of the next attempt after a failure */
+    struct mraft__deferred *deferred, *deferred_tail; /* entries applied meanwhile */
+    uint64_t installs;                  /* completed installs */
+    uv_work_t fetch_work;               /* request storage */
+    struct mraft_snapshot_desc fetch_desc; /* what the running/last fetch is for */
+    bool fetch_busy;                    /* a fetch runs on a worker */
+    bool fetch_ready;                   /* the last fetch succeeded, not installed yet */
+    uint64_t fetch_covers;              /* index its checkpoint covers */
+    int fetch_rv;                       /* worker's result, read in the after callback */
+    uint64_t fetch_rv_covers;           /* worker's covers, likewise */
     /* leadership */
     raft_term ready_term;               /* term whose barrier committed, 0 if none */
     raft_term ready_barrier_term;       /* term of the in-flight ready barrier, 0 if none */
@@ -161,6 +176,11 @@ void mraft__host_kick(struct mraft_host *h, struct mraft_group *g);
 /* host.c: disk-full admission of a proposal of len bytes: MG_ENOSPC when the
  * data dir's free space (cached, see host.c) is below min_free_bytes. */
 int mraft__host_admit(struct mraft_host *h, size_t len);
+/* host.c: run owner->fetch(g->fetch_desc) on a libuv worker; sets fetch_busy
+ * and calls mraft__group_fetched on the loop when done. */
+void mraft__host_fetch(struct mraft_group *g);
+/* core.c: a fetch finished with rv, its checkpoint covering covers. */
+void mraft__group_fetched(struct mraft_group *g, int rv, uint64_t covers);
 /* host.c: bytes allocated by g's directory, rescanned at most once a second. */
 uint64_t mraft__host_log_bytes(struct mraft_group *g);
 /* Tests: replace statvfs as the source of the data dir's free bytes (NULL:

@@ -22,13 +22,19 @@
  *
  * Snapshots are small descriptors (struct mraft_snapshot_desc): libraft 0.15
  * ships InstallSnapshot as one in-memory buffer, so the engine checkpoint
- * itself moves out of band. The out-of-band hook is mraft_owner.install(): it
- * runs on a follower that received a leader's descriptor and must fetch, from
- * any peer, a checkpoint covering at least desc->index (the source serves a
+ * itself moves out of band. The out-of-band hooks are mraft_owner.fetch()
+ * (optional, on a libuv worker) and mraft_owner.install() (on the loop): on a
+ * follower that received a leader's descriptor they must obtain, from any
+ * peer, a checkpoint covering at least desc->index (the source serves a
  * fresh checkpoint of its applied state; with RocksDB and its WAL off,
  * CreateCheckpoint flushes the memtable first, so it covers the source's
  * applied index, which is >= desc->index because the source applied through
- * its own snapshot).
+ * its own snapshot). libraft 0.15 cannot take a failed or late restore, so
+ * the host accepts every descriptor at once as the group's pending install:
+ * entries committed meanwhile are deferred (copied) and handed to apply in
+ * order once the install covered the snapshot, a failed fetch/install is
+ * retried every 500 ms, and the group is not ready (no proposal submitted, no
+ * read confirmed) while an install is pending.
  *
  * Leadership and reads. libraft 0.15 appends no no-op when a leader is elected
  * and has neither read-index nor leases. A new leader is "ready" only after a
@@ -85,7 +91,9 @@ struct mraft_owner {
      * *result (initially NULL) is passed to the proposer's callback on the
      * leader that proposed it; elsewhere (followers, replay) it is dropped, so
      * it must not carry ownership. A nonzero return stops applying; libraft
-     * retries the same entry later. */
+     * retries the same entry later, except that libraft 0.15 turns a
+     * follower unavailable when the failure happens on its heartbeat path
+     * (README.md "Installs run off the loop"): treat it as fatal. */
     int (*apply)(void *data, uint64_t index, const void *buf, size_t len, void **result);
     /* Highest index whose effects are flushed to durable storage. Monotonic,
      * also across restarts. */
@@ -100,9 +108,25 @@ struct mraft_owner {
     /* Out-of-band install (see the file comment): replace the engine's state
      * of this group with a checkpoint covering at least desc->index fetched
      * from a peer, and report the index it covers in *applied_index. Return
-     * MG_EBUSY if no peer can serve it yet: libraft then rejects the snapshot
-     * and the leader retries after the install-snapshot timeout. */
+     * MG_EBUSY if no peer can serve it yet: the host retries every 500 ms
+     * (entries committed meanwhile wait, see the file comment). Runs on the
+     * loop: with a fetch hook (below) it only swaps in what fetch staged;
+     * without one it does the whole copy and blocks the loop meanwhile. May
+     * be NULL only for groups that never receive InstallSnapshot (one voter). */
     int (*install)(void *data, const struct mraft_snapshot_desc *desc, uint64_t *applied_index);
+    /* Optional: move the slow part of install off the loop. Runs on a libuv
+     * worker thread (uv_queue_work), so it must touch only what no loop-side
+     * hook touches meanwhile (e.g. a staging directory of its own): fetch
+     * from a peer a checkpoint covering at least desc->index, stage it, and
+     * report the index it covers in *covers. Return 0, MG_EBUSY (no peer can
+     * serve it yet) or another mg_err code. When set, the host calls install
+     * for an InstallSnapshot only once a fetch for it has completed with
+     * *covers >= desc->index, and install then just swaps the staged
+     * checkpoint in, on the loop. A failed fetch is retried every 500 ms. At
+     * most one fetch runs per group; a group being destroyed waits for it.
+     * At start-up (a persisted descriptor whose entries the log lacks) fetch
+     * and install run inline on the loop. */
+    int (*fetch)(void *data, const struct mraft_snapshot_desc *desc, uint64_t *covers);
 };
 
 /* One voter: node id (>0, the same id in every group on that node) and its
@@ -245,6 +269,9 @@ struct mraft_group_stats {
                                    * st_blocks, so preallocated segments count in
                                    * full), rescanned at most once a second; 0 for
                                    * a group not on a host's data dir */
+    bool installing;              /* an out-of-band install is pending (entries
+                                   * committed meanwhile wait for it) */
+    uint64_t installs;            /* counter: out-of-band installs completed */
     int fence_err;                /* 0, or MG_ENOSPC / MG_EIO once a failed log
                                    * append fenced the group (mraft_group_propose) */
     /* leadership */

@@ -9,7 +9,9 @@
  * Signals (handled on the loop): SIGUSR1 stops proposing, SIGUSR2 writes the
  * applied state to state.txt (atomically), SIGTERM exits cleanly. The
  * out-of-band snapshot install copies a peer's flushed state file (all nodes
- * share the machine), standing in for fetching a RocksDB checkpoint.
+ * share the machine), standing in for fetching a RocksDB checkpoint: the copy
+ * runs in the fetch hook on a libuv worker (issue 7), the install hook only
+ * renames the staged file into place and swaps the memory.
  *
  * usage: raft_node --id N --dir DIR --peers 1=ADDR,2=ADDR,3=ADDR
  *                  --peer-dirs DIR1,DIR2,DIR3 [--groups 256] [--inflight 2]
@@ -47,6 +49,7 @@ struct toy {
     uint64_t durable;    /* last index flushed to the state file */
     size_t n_flushed;    /* entries already in the file */
     unsigned inflight;   /* our proposals in flight */
+    struct toy *staged;  /* fetch: a peer's state copied to the staged file */
 };
 
 struct prop {
@@ -168,49 +171,82 @@ static int toy_restore(void *data, const struct mraft_snapshot_desc *d, uint64_t
     return 0;
 }
 
-/* Out-of-band install: take the flushed state of any peer that covers the
- * descriptor, and make it ours (file and memory). */
-static int toy_install(void *data, const struct mraft_snapshot_desc *d, uint64_t *applied)
+static void toy_free_arrays(struct toy *t)
+{
+    mg_free(t->index);
+    mg_free(t->val);
+}
+
+/* Fetch, on a libuv worker: copy the flushed state of any peer that covers
+ * the descriptor into our staged file and t->staged. Touches only
+ * t->staged, the staged file and the peers' files (the loop touches none of
+ * them while a fetch runs). */
+static int toy_fetch(void *data, const struct mraft_snapshot_desc *d, uint64_t *covers)
 {
     struct toy *t = data;
     struct node *n = t->node;
+    if (t->staged != NULL) {
+        toy_free_arrays(t->staged);
+        mg_free(t->staged);
+        t->staged = NULL;
+    }
     for (unsigned i = 0; i < n->n_peer_dirs; i++) {
         if (strcmp(n->peer_dirs[i], n->dir) == 0)
             continue;
         char path[512];
-        struct toy peer = {.node = n, .gid = t->gid};
+        struct toy *peer = mg_calloc(1, sizeof(*peer));
+        peer->node = n;
+        peer->gid = t->gid;
         state_path(path, sizeof(path), n->peer_dirs[i], t->gid);
-        if (load_file(path, &peer) != 0 || peer.last < d->index) {
-            mg_free(peer.index);
-            mg_free(peer.val);
+        if (load_file(path, peer) != 0 || peer->last < d->index) {
+            toy_free_arrays(peer);
+            mg_free(peer);
             continue;
         }
-        char mine[512], tmp[530];
-        state_path(mine, sizeof(mine), n->dir, t->gid);
-        snprintf(tmp, sizeof(tmp), "%s.tmp", mine);
-        FILE *f = fopen(tmp, "wb");
-        for (size_t k = 0; f != NULL && k < peer.n; k++) {
-            uint64_t rec[2] = {peer.index[k], peer.val[k]};
+        char staged[530];
+        state_path(path, sizeof(path), n->dir, t->gid);
+        snprintf(staged, sizeof(staged), "%s.staged", path);
+        FILE *f = fopen(staged, "wb");
+        for (size_t k = 0; f != NULL && k < peer->n; k++) {
+            uint64_t rec[2] = {peer->index[k], peer->val[k]};
             fwrite(rec, sizeof(rec), 1, f);
         }
-        if (f == NULL || fclose(f) != 0 || rename(tmp, mine) != 0) {
-            mg_free(peer.index);
-            mg_free(peer.val);
+        if (f == NULL || fclose(f) != 0) {
+            toy_free_arrays(peer);
+            mg_free(peer);
             return MG_EIO;
         }
-        mg_free(t->index);
-        mg_free(t->val);
-        t->index = peer.index;
-        t->val = peer.val;
-        t->n = t->n_flushed = peer.n;
-        t->cap = peer.cap;
-        t->last = t->durable = peer.last;
-        *applied = t->last;
-        mg_log(MG_LOG_INFO, "event=toy_install group=%llu index=%llu from=%s",
-               (unsigned long long)t->gid, (unsigned long long)t->last, n->peer_dirs[i]);
+        t->staged = peer;
+        *covers = peer->last;
         return 0;
     }
     return MG_EBUSY;
+}
+
+/* Install, on the loop: make the staged state ours (file and memory). */
+static int toy_install(void *data, const struct mraft_snapshot_desc *d, uint64_t *applied)
+{
+    struct toy *t = data;
+    struct toy *peer = t->staged;
+    if (peer == NULL || peer->last < d->index)
+        return MG_EBUSY;
+    char mine[512], staged[530];
+    state_path(mine, sizeof(mine), t->node->dir, t->gid);
+    snprintf(staged, sizeof(staged), "%s.staged", mine);
+    if (rename(staged, mine) != 0)
+        return MG_EIO;
+    toy_free_arrays(t);
+    t->index = peer->index;
+    t->val = peer->val;
+    t->n = t->n_flushed = peer->n;
+    t->cap = peer->cap;
+    t->last = t->durable = peer->last;
+    mg_free(peer);
+    t->staged = NULL;
+    *applied = t->last;
+    mg_log(MG_LOG_INFO, "event=toy_install group=%llu index=%llu", (unsigned long long)t->gid,
+           (unsigned long long)t->last);
+    return 0;
 }
 
 static const struct mraft_owner toy_owner = {
@@ -218,6 +254,7 @@ static const struct mraft_owner toy_owner = {
     .durable_index = toy_durable,
     .restore = toy_restore,
     .install = toy_install,
+    .fetch = toy_fetch,
 };
 
 static void flush_acks(struct node *n)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -60,6 +61,10 @@ struct toy {
     unsigned installs;       /* install hook calls */
     unsigned restores;       /* restore hook calls */
     struct toy *source;      /* out-of-band peer for install */
+    struct toy *staged;      /* what toy_fetch staged (fetch owner), or NULL */
+    unsigned fetches;        /* fetch hook calls */
+    unsigned fetch_sleep_ms; /* fetch pretends to copy this long */
+    unsigned long fetch_thread_differs; /* fetches that ran off the caller's thread */
 };
 
 static void put64(unsigned char *p, uint64_t v)
@@ -150,6 +155,61 @@ static const struct mraft_owner toy_owner = {
     .install = toy_install,
 };
 
+/* The same engine with the slow part of install in a fetch hook: fetch copies
+ * the source into a staging toy (off the loop on a real host), install only
+ * swaps it in. The source must not change while fetches run. */
+static pthread_t loop_thread;
+
+static int toy_fetch(void *data, const struct mraft_snapshot_desc *d, uint64_t *covers)
+{
+    struct toy *t = data;
+    t->fetches++;
+    if (!pthread_equal(pthread_self(), loop_thread))
+        t->fetch_thread_differs++;
+    if (t->fetch_sleep_ms > 0)
+        usleep(t->fetch_sleep_ms * 1000);
+    const struct toy *src = t->source;
+    if (src == NULL || src->last < d->index)
+        return MG_EBUSY;
+    if (t->staged == NULL)
+        t->staged = mg_malloc(sizeof(*t->staged));
+    *t->staged = *src;
+    *covers = src->last;
+    return 0;
+}
+
+static int toy_install_staged(void *data, const struct mraft_snapshot_desc *d,
+                              uint64_t *applied)
+{
+    struct toy *t = data;
+    struct toy *st = t->staged;
+    assert_non_null(st); /* the host installs only after a fetch */
+    assert_true(st->last >= d->index);
+    struct toy keep = *t;
+    *t = *st;
+    mg_free(st);
+    t->source = keep.source;
+    t->staged = NULL;
+    t->fetches = keep.fetches;
+    t->fetch_sleep_ms = keep.fetch_sleep_ms;
+    t->fetch_thread_differs = keep.fetch_thread_differs;
+    t->restores = keep.restores;
+    t->installs = keep.installs + 1;
+    t->auto_flush = true;
+    t->durable = t->last;
+    *applied = t->last;
+    return 0;
+}
+
+static const struct mraft_owner toy_owner_fetch = {
+    .apply = toy_apply,
+    .durable_index = toy_durable,
+    .snapshot = toy_snapshot,
+    .restore = toy_restore,
+    .install = toy_install_staged,
+    .fetch = toy_fetch,
+};
+
 static void toy_assert_same(const struct toy *a, const struct toy *b)
 {
     assert_int_equal(a->n, b->n);
@@ -234,6 +294,7 @@ struct cluster {
 };
 
 static struct cluster *C;
+static const struct mraft_owner *cluster_owner = &toy_owner; /* for the next setup */
 
 static void on_step(struct raft_fixture *f, struct raft_fixture_event *ev)
 {
@@ -258,7 +319,7 @@ static void cluster_setup(unsigned n, unsigned threshold, unsigned trailing, boo
     assert_int_equal(raft_fixture_initialize(&C->f), 0);
     for (unsigned i = 0; i < n; i++) {
         C->toy[i].auto_flush = flush;
-        mraft__group_init(&C->g[i], 1, &toy_owner, &C->toy[i], &t);
+        mraft__group_init(&C->g[i], 1, cluster_owner, &C->toy[i], &t);
         assert_int_equal(raft_fixture_grow(&C->f, mraft__group_fsm(&C->g[i])), 0);
         mraft__group_attach(&C->g[i], raft_fixture_get(&C->f, i));
         mraft__group_wrap_io(&C->g[i]);
@@ -284,6 +345,11 @@ static void cluster_teardown(void)
 static bool until_ready(struct raft_fixture *f, void *arg)
 {
     return mraft_group_ready(arg);
+}
+
+static bool until_installed(struct raft_fixture *f, void *arg)
+{
+    return !((struct mraft_group *)arg)->install_pending;
 }
 
 static bool until_done(struct raft_fixture *f, void *arg)
@@ -471,6 +537,47 @@ static void test_snapshot_install(void **state)
     ((unsigned char *)b.base)[0] ^= 1;
     assert_int_equal(mraft__desc_decode(&b, &d2), MG_ECORRUPT);
     raft_free(b.base);
+    cluster_teardown();
+}
+
+/* The same over a fetch hook, when no peer can serve the checkpoint at
+ * first (fetch answers MG_EBUSY). libraft 0.15 cannot take a failed restore
+ * (core.c "out-of-band install"): the host accepts the descriptor as a
+ * pending install, defers the entries committed meanwhile, retries the fetch
+ * from the tick, then installs and applies the deferred entries in order. */
+static void test_snapshot_install_fetch(void **state)
+{
+    cluster_owner = &toy_owner_fetch;
+    cluster_setup(3, 4, 2, true);
+    cluster_owner = &toy_owner;
+    elect_ready(0);
+    struct toy frozen;
+    raft_fixture_saturate(&C->f, 0, 2);
+    raft_fixture_saturate(&C->f, 2, 0);
+    for (uint64_t k = 1; k <= 12; k++)
+        assert_int_equal(propose_wait(0, k, 100 + k, NULL), 0);
+    struct raft *r0 = raft_fixture_get(&C->f, 0);
+    assert_null(mraft__log_get(r0, 3));
+    frozen = C->toy[0];
+    raft_fixture_desaturate(&C->f, 0, 2);
+    raft_fixture_desaturate(&C->f, 2, 0);
+    raft_fixture_step_until_elapsed(&C->f, 300);
+    assert_true(raft_fixture_n_recv(&C->f, 2, RAFT_IO_INSTALL_SNAPSHOT) >= 1);
+    assert_true(C->g[2].install_pending);
+    assert_true(C->toy[2].fetches >= 1); /* answered MG_EBUSY: no source yet */
+    /* Writes go on meanwhile; the installing replica acknowledges them
+     * (they are in its log) but defers applying them. */
+    for (uint64_t k = 13; k <= 16; k++)
+        assert_int_equal(propose_wait(0, k, 100 + k, NULL), 0);
+    assert_true(C->g[2].install_pending);
+    assert_non_null(C->g[2].deferred);
+    assert_int_equal(C->toy[2].n, 0);
+    C->toy[2].source = &frozen; /* a peer can serve it now */
+    assert_true(raft_fixture_step_until(&C->f, until_installed, &C->g[2], 5000));
+    assert_int_equal(C->toy[2].installs, 1);
+    assert_false(C->g[2].install_pending);
+    assert_null(C->g[2].deferred);
+    toy_assert_same(&C->toy[2], &C->toy[0]); /* frozen checkpoint + deferred entries */
     cluster_teardown();
 }
 
@@ -869,6 +976,96 @@ static void test_group_lifecycle(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
     for (unsigned i = 0; i < NH; i++)
         rm_rf(dirs[i]);
+    mg_free(toys);
+}
+
+struct fetch_watch {
+    struct mraft_group *g;  /* the installing replica */
+    unsigned ticks_during;  /* loop timer ticks while its fetch ran */
+};
+
+static void on_fetch_watch(uv_timer_t *t)
+{
+    struct fetch_watch *w = t->data;
+    if (w->g != NULL && w->g->fetch_busy)
+        w->ticks_during++;
+}
+
+/* On real hosts the fetch hook runs on a libuv worker: a replica that joins
+ * after the leader truncated its log installs through a 300 ms "copy" while
+ * the loop keeps running (a 10 ms timer keeps firing), and ends with the
+ * leader's state. */
+static void test_install_fetch_off_loop(void **state)
+{
+    uv_loop_t loop;
+    struct mraft_host *h[NH];
+    struct toy *toys = mg_calloc(NH + 1, sizeof(*toys));
+    struct toy *frozen = &toys[NH];
+    char dirs[NH][32], addrs[NH][32];
+    struct mraft_voter voters[NH];
+    struct lifecycle lc = {{NULL}, 0};
+    uv_loop_init(&loop);
+    for (unsigned i = 0; i < NH; i++) {
+        snprintf(dirs[i], sizeof(dirs[i]), "/tmp/mraft-fetch-XXXXXX");
+        assert_non_null(mkdtemp(dirs[i]));
+        snprintf(addrs[i], sizeof(addrs[i]), "127.0.0.1:%d", free_port());
+        voters[i].id = i + 1;
+        voters[i].address = addrs[i];
+        toys[i].auto_flush = true;
+    }
+    for (unsigned i = 0; i < NH; i++) {
+        struct mraft_host_config hc = {.node_id = i + 1, .address = addrs[i],
+                                       .data_dir = dirs[i], .election_timeout_ms = 300,
+                                       .heartbeat_timeout_ms = 50, .install_timeout_ms = 300,
+                                       .snapshot_threshold = 8, .snapshot_trailing = 2};
+        assert_int_equal(mraft_host_create(&loop, &hc, &h[i]), 0);
+    }
+    struct mraft_group_config gc = {.group_id = 11, .voters = voters, .n_voters = NH,
+                                    .owner = &toy_owner_fetch};
+    for (unsigned i = 0; i < 2; i++) { /* node 3 stays away */
+        gc.owner_data = &toys[i];
+        assert_int_equal(mraft_group_create(h[i], &gc, &lc.g[i]), 0);
+    }
+    assert_true(run_until(&loop, pred_lc_leader, &lc, 10000));
+    int l = lc_leader(&lc);
+    struct pr p;
+    struct raft *rl = mraft_group_raft(lc.g[l]);
+    for (uint64_t k = 1; k <= 30 || (mraft__log_get(rl, 3) != NULL && k <= 300); k++) {
+        assert_int_equal(propose(lc.g[l], &p, k, 500 + k), 0);
+        assert_true(run_until(&loop, pred_done, &p, 5000));
+        assert_int_equal(p.status, 0);
+    }
+    assert_null(mraft__log_get(mraft_group_raft(lc.g[l]), 3)); /* truncated */
+    *frozen = toys[l];
+
+    toys[2].source = frozen;
+    toys[2].fetch_sleep_ms = 300;
+    gc.owner_data = &toys[2];
+    assert_int_equal(mraft_group_create(h[2], &gc, &lc.g[2]), 0);
+    struct fetch_watch w = {lc.g[2], 0};
+    uv_timer_t wt;
+    uv_timer_init(&loop, &wt);
+    wt.data = &w;
+    uv_timer_start(&wt, on_fetch_watch, 10, 10);
+    struct toy_replay_state s = {&toys[2], frozen->last};
+    assert_true(run_until(&loop, pred_toy_last, &s, 15000));
+    uv_close((uv_handle_t *)&wt, NULL);
+    print_message("install with fetch: %u fetch(es) off the loop thread, %u install(s), loop "
+                  "timer fired %u times during the fetch\n",
+                  (unsigned)toys[2].fetch_thread_differs, toys[2].installs, w.ticks_during);
+    assert_int_equal(toys[2].installs, 1);
+    assert_true(toys[2].fetch_thread_differs >= 1);
+    assert_int_equal(toys[2].fetch_thread_differs, toys[2].fetches);
+    assert_true(w.ticks_during >= 10); /* ~30 expected in 300 ms */
+    toy_assert_same(&toys[2], frozen);
+
+    for (unsigned i = 0; i < NH; i++)
+        host_destroy_sync(&loop, h[i]);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    for (unsigned i = 0; i < NH; i++)
+        rm_rf(dirs[i]);
+    for (unsigned i = 0; i < NH; i++)
+        mg_free(toys[i].staged);
     mg_free(toys);
 }
 
@@ -1485,10 +1682,12 @@ int main(void)
         cmocka_unit_test(test_partitioned_leader),
         cmocka_unit_test(test_retried_proposal),
         cmocka_unit_test(test_snapshot_install),
+        cmocka_unit_test(test_snapshot_install_fetch),
         cmocka_unit_test(test_snapshot_keeps_undurable),
         cmocka_unit_test(test_crash_replay),
         cmocka_unit_test(test_multiplexed_hosts),
         cmocka_unit_test(test_group_lifecycle),
+        cmocka_unit_test(test_install_fetch_off_loop),
         cmocka_unit_test(test_bench_single_voter),
         cmocka_unit_test(test_gap_commit_from_match),
         cmocka_unit_test(test_gap_install_candidacy),
@@ -1497,6 +1696,7 @@ int main(void)
         cmocka_unit_test(test_append_failure_fences),
     };
     mg_log_set_level("warn");
+    loop_thread = pthread_self();
     if (getenv("MRAFT_TEST") != NULL)
         cmocka_set_test_filter(getenv("MRAFT_TEST")); /* e.g. MRAFT_TEST='test_bench*' */
     return cmocka_run_group_tests(tests, NULL, NULL);
