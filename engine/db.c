@@ -144,7 +144,13 @@ static rocksdb_options_t *options_create(struct eng_db *db)
 
 static void db_free(struct eng_db *db)
 {
-    eng__tracker_destroy(db->tracker); /* its worker calls into db->db */
+    /* The tracker's worker calls into db->db: stop it first; a CompactRange it is running
+     * returns early (RocksDB's DisableManualCompaction) instead of holding up the close. */
+    if (db->tracker != NULL) {
+        eng__tracker_stop(db->tracker);
+        rocksdb_disable_manual_compaction(db->db);
+    }
+    eng__tracker_destroy(db->tracker);
     for (int i = 0; i < ENG_CF__COUNT; i++) {
         if (db->cf[i] != NULL)
             rocksdb_column_family_handle_destroy(db->cf[i]);

@@ -18,7 +18,9 @@ struct eng__tracker;
 /* Start the tracker and its one worker thread for db (opts: zero fields take defaults). The
  * tracker must be destroyed before db's RocksDB handle is closed. */
 struct eng__tracker *eng__tracker_create(struct eng_db *db, const struct eng_tracker_opts *opts);
-/* Stop the worker (waits for a running compaction to finish) and free the tracker. */
+/* Tell the worker to start no further compaction (returns at once). */
+void eng__tracker_stop(struct eng__tracker *t);
+/* Stop the worker, wait for it (and the compaction it runs) to end, and free the tracker. */
 void eng__tracker_destroy(struct eng__tracker *t);
 
 /* Note one committed batch's deletes: begin (takes the tracker's lock), any number of

@@ -368,13 +368,16 @@ static void job_run(struct eng__tracker *t, const struct eng__tracker_span *j,
     double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
     mg_hex_encode(j->lo, j->lo_len < TRK_HEX_BYTES ? j->lo_len : TRK_HEX_BYTES, lo_hex);
     mg_hex_encode(j->hi, j->hi_len < TRK_HEX_BYTES ? j->hi_len : TRK_HEX_BYTES, hi_hex);
+    pthread_mutex_lock(&t->mu);
+    int stopping = t->stop; /* the close cut the compaction short (db.c) */
+    pthread_mutex_unlock(&t->mu);
     mg_log(MG_LOG_INFO,
            "event=tracker_compact cf=%s start=%s%s end=%s%s deletes=%llu age_ms=%llu ms=%.1f "
-           "bytes_read=%llu bytes_written=%llu",
+           "bytes_read=%llu bytes_written=%llu%s",
            eng__cf_name(j->cf), lo_hex, j->lo_len > TRK_HEX_BYTES ? "..." : "",
            j->hi_unbounded ? "inf" : hi_hex, j->hi_len > TRK_HEX_BYTES ? "..." : "",
            (unsigned long long)j->deletes, (unsigned long long)j->age_ms, ms,
-           (unsigned long long)br, (unsigned long long)bw);
+           (unsigned long long)br, (unsigned long long)bw, stopping ? " cut_by_close=1" : "");
     pthread_mutex_lock(&t->mu);
     t->compactions++;
     t->bytes_read += br;
@@ -480,14 +483,19 @@ struct eng__tracker *eng__tracker_create(struct eng_db *db, const struct eng_tra
     return t;
 }
 
-void eng__tracker_destroy(struct eng__tracker *t)
+void eng__tracker_stop(struct eng__tracker *t)
 {
-    if (t == NULL)
-        return;
     pthread_mutex_lock(&t->mu);
     t->stop = 1;
     pthread_cond_signal(&t->cv);
     pthread_mutex_unlock(&t->mu);
+}
+
+void eng__tracker_destroy(struct eng__tracker *t)
+{
+    if (t == NULL)
+        return;
+    eng__tracker_stop(t);
     pthread_join(t->worker, NULL);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);

@@ -449,6 +449,36 @@ static void test_effect_rocksdb(void **state)
     assert_true(p.internal_delete_skipped >= EFFECT_DELETED);
 }
 
+/* Closing while the tracker compacts returns promptly and loses nothing (the deletes and the
+ * rows left are all there after reopen). */
+static void test_close_busy(void **state)
+{
+    struct fix *f = *state;
+    struct eng_tracker_opts to = {.trigger_deletes = 1000};
+    open_db(f, ENG_COMPACTION_LOCALITY, &to);
+    write_keys(f->db, 1, 0, EFFECT_KEYS, 0, 1000);
+    assert_int_equal(eng_db_flush(f->db), 0);
+    write_keys(f->db, 1, 0, EFFECT_DELETED, 1, 10000);
+    double t0 = now_ms();
+    eng_db_close(f->db);
+    f->db = NULL;
+    fprintf(stderr, "# close with a compaction due or running: %.1f ms\n", now_ms() - t0);
+    open_db(f, ENG_COMPACTION_ROCKSDB, NULL);
+    char lo[KEY_MAX], want[KEY_MAX];
+    mkey(lo, 1, 0);
+    size_t wl = mkey(want, 1, EFFECT_DELETED), kl;
+    struct eng_iter *it = eng_iter_create(f->db, ENG_CF_META, lo, 18, NULL, 0);
+    assert_true(eng_iter_valid(it));
+    const char *k = eng_iter_key(it, &kl);
+    assert_int_equal(kl, wl);
+    assert_memory_equal(k, want, wl);
+    int n = 0;
+    for (; eng_iter_valid(it); eng_iter_next(it))
+        n++;
+    assert_int_equal(n, EFFECT_KEYS - EFFECT_DELETED);
+    eng_iter_destroy(it);
+}
+
 /* Every mode opens, and stats say which; the collector mode is today's behaviour. */
 static void test_modes_open(void **state)
 {
@@ -543,6 +573,7 @@ int test_tracker_run(void)
         cmocka_unit_test_setup_teardown(test_rate_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_effect_locality, setup, teardown),
         cmocka_unit_test_setup_teardown(test_effect_rocksdb, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_busy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_modes_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overhead, setup, teardown),
     };
