@@ -221,7 +221,8 @@ void mraft_group_destroy(struct mraft_group *g, bool remove_data, mraft_group_cl
 
 uint64_t mraft_group_id(const struct mraft_group *g);
 enum mraft_role mraft_group_role(struct mraft_group *g);
-/* True when this node is leader and a barrier of its current term committed. */
+/* True when this node is leader, a barrier of its current term committed, no
+ * leadership transfer runs and no out-of-band install is pending. */
 bool mraft_group_ready(struct mraft_group *g);
 /* Known leader id (0 if none) and its address (borrowed, may be NULL). */
 uint64_t mraft_group_leader(struct mraft_group *g, const char **address);
