@@ -15,6 +15,12 @@ MG_BUILD_PKGS="build-essential cmake pkg-config libh2o-dev libuv1-dev
 MG_TEST_PKGS="awscli s3cmd python3 python3-boto3 curl openssl ca-certificates
  gnuplot-nox wrk"
 
+# The libFuzzer stage of tests/run.sh: clang 14 (Debian 12's clang), its
+# compiler-rt (libclang_rt.fuzzer*.a and the ASan/UBSan runtimes live in
+# libclang-rt-14-dev, which clang-14 only recommends, so --no-install-recommends
+# leaves it out) and llvm-14 for llvm-symbolizer (readable sanitizer stacks).
+MG_FUZZ_PKGS="clang-14 libclang-rt-14-dev llvm-14"
+
 # mg_missing_pkgs PKG...: prints the packages of the list that dpkg does not
 # have installed (nothing when all are present).
 mg_missing_pkgs() {
@@ -72,4 +78,30 @@ mg_node_pkgs() {
 mg_build() {
     cmake -S . -B "$2" -DCMAKE_BUILD_TYPE="$1" &&
         cmake --build "$2" -j "${MG_JOBS:-2}"
+}
+
+# mg_fuzz_cc: prints the clang to build the libFuzzer targets with (MG_FUZZ_CC,
+# else clang-14, else clang), or nothing when there is none.
+mg_fuzz_cc() {
+    local cc
+    for cc in ${MG_FUZZ_CC:-} clang-14 clang; do
+        if command -v "$cc" >/dev/null 2>&1; then
+            echo "$cc"
+            return 0
+        fi
+    done
+}
+
+# mg_build_fuzz DIR: configures DIR with clang and -DMG_FUZZ=ON (no unit
+# tests) and builds target "fuzzers", every libFuzzer binary of tests/fuzz
+# (listed in DIR/tests/fuzz/fuzzers.txt).
+mg_build_fuzz() {
+    local cc
+    cc=$(mg_fuzz_cc)
+    if [ -z "$cc" ]; then
+        echo "metagate: no clang for the libFuzzer build (Debian: $MG_FUZZ_PKGS)" >&2
+        return 1
+    fi
+    CC="$cc" cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Release -DMG_FUZZ=ON -DMG_TESTS=OFF &&
+        cmake --build "$1" --target fuzzers -j "${MG_JOBS:-2}"
 }

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# README command 2: installs what the tests need, builds Release (build/) and
-# ASan+UBSan (build-asan/), runs ctest in both (Release: labels unit, fuzz,
-# fault; Asan: unit, fuzz), then the integration suite (tests/integration/
-# run.py) against the Release binary. The last line is the summary; the exit
-# code is non-zero when anything failed, including a build.
+# README command 2: installs what the tests need, builds Release (build/),
+# ASan+UBSan (build-asan/) and the libFuzzer targets (build-fuzz/, clang),
+# runs ctest in the first two (Release: labels unit, fuzz, fault; Asan: unit,
+# fuzz), runs every libFuzzer target for a bounded time over its corpus, then
+# the integration suite (tests/integration/run.py) against the Release binary
+# and a core subset of it against the Asan binary. The last line is the
+# summary "tests: N passed, N failed, N skipped"; the exit code is non-zero
+# when anything failed, including a build.
+#
+# Counting: a ctest test that runs cmocka groups counts as its cmocka cases
+# (a skip() is skipped, not passed); any other ctest test counts as one, a
+# ctest SKIP_RETURN_CODE skip as skipped. A libFuzzer target counts as one.
+# Integration cases are the suites' ok / not ok / # SKIP lines.
 #
 # Tiers like SQLite's testrunner (STYLE.md 7). Environment: MG_JOBS (build
 # jobs, default 2), MG_SKIP_INSTALL=1 (no apt-get/npm), MG_INTEGRATION_ARGS
-# (passed to run.py, e.g. a suite name to run only that suite).
+# (passed to run.py, e.g. a suite name to run only that suite), MG_ASAN_SUITES
+# (the suites run against build-asan/metagate, default "errors features
+# consistency durability"), MG_FUZZ_SECONDS (per libFuzzer target, default 8),
+# MG_FUZZ_CC (the clang to use, default clang-14).
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -19,17 +30,21 @@ START=$(date +%s)
 
 PASSED=0
 FAILED=0
-SKIPPED=0        # integration cases skipped (e.g. the 1 GiB test on a full disk)
-DETAIL=""        # "unit 40, fuzz 8, ..." in run order
+SKIPPED=0
+DETAIL=""        # "unit 412, fuzz 12 (1 skipped), ..." in run order
 PROBLEMS=""      # one line per failed stage, repeated before the summary
 
 log() { printf '\n=== %s (%d s)\n' "$*" "$(($(date +%s) - START))"; }
 
-# add LABEL PASSED FAILED: adds a stage's counts to the totals.
+# add LABEL PASSED FAILED [SKIPPED]: adds a stage's counts to the totals.
 add() {
+    local skipped=${4:-0}
     PASSED=$((PASSED + $2))
     FAILED=$((FAILED + $3))
-    DETAIL="${DETAIL:+$DETAIL, }$1 $(($2 + $3))"
+    SKIPPED=$((SKIPPED + skipped))
+    local d="$1 $(($2 + $3 + skipped))"
+    [ "$skipped" -ne 0 ] && d="$d ($skipped skipped)"
+    DETAIL="${DETAIL:+$DETAIL, }$d"
 }
 
 problem() {
@@ -42,11 +57,9 @@ finish() {
     if [ -n "$PROBLEMS" ]; then
         printf '\nFailures:\n%s' "$PROBLEMS"
     fi
-    local skipped=""
-    [ "$SKIPPED" -ne 0 ] && skipped=", $SKIPPED skipped"
-    echo "metagate tests by stage: ${DETAIL:-nothing ran}${skipped}; took $secs s"
-    # The last line is the bare summary a CI reader parses ("tests: N passed, N failed").
-    echo "tests: $PASSED passed, $FAILED failed"
+    echo "metagate tests by stage: ${DETAIL:-nothing ran}; took $secs s"
+    # The last line is the bare summary a CI reader parses.
+    echo "tests: $PASSED passed, $FAILED failed, $SKIPPED skipped"
     [ "$FAILED" -eq 0 ] && [ -z "$PROBLEMS" ]
     exit $?
 }
@@ -55,7 +68,7 @@ finish() {
 if [ "${MG_SKIP_INSTALL:-0}" != 1 ]; then
     log "install: Debian packages"
     # shellcheck disable=SC2086
-    if ! mg_apt_install $MG_BUILD_PKGS $MG_TEST_PKGS $(mg_node_pkgs); then
+    if ! mg_apt_install $MG_BUILD_PKGS $MG_TEST_PKGS $MG_FUZZ_PKGS $(mg_node_pkgs); then
         problem "apt-get install"
         FAILED=$((FAILED + 1))
     fi
@@ -72,6 +85,7 @@ fi
 # --- 2. builds --------------------------------------------------------------
 RELEASE_OK=0
 ASAN_OK=0
+FUZZ_OK=0
 log "build: Release (build/)"
 if mg_build Release build; then
     RELEASE_OK=1
@@ -86,17 +100,57 @@ else
     problem "Asan build (cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Asan && cmake --build build-asan -j2)"
     FAILED=$((FAILED + 1))
 fi
+log "build: libFuzzer targets (build-fuzz/, $(mg_fuzz_cc), -DMG_FUZZ=ON)"
+if mg_build_fuzz build-fuzz; then
+    FUZZ_OK=1
+else
+    problem "libFuzzer build (CC=clang-14 cmake -S . -B build-fuzz -DMG_FUZZ=ON -DMG_TESTS=OFF && cmake --build build-fuzz --target fuzzers -j2)"
+    FAILED=$((FAILED + 1))
+fi
 
 # --- 3. ctest ---------------------------------------------------------------
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+if [ -z "${ASAN_SYMBOLIZER_PATH:-}" ] && ! command -v llvm-symbolizer >/dev/null 2>&1 &&
+    [ -x /usr/lib/llvm-14/bin/llvm-symbolizer ]; then
+    export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
+fi
 
-# run_ctest DIR LABEL NAME: runs one label's tests and adds its counts.
+# ctest_counts LOG SKIPPED_NAMES: prints "PASSED FAILED SKIPPED" for one ctest run from its
+# LastTest.log, which holds every test's whole output. A test whose output has cmocka group
+# summaries ("[  PASSED  ] N test(s).", "[  FAILED  ] N test(s), ...", "[  SKIPPED ] N
+# test(s), ...") counts as those cases, plus one failure when ctest failed it although no
+# case failed (a crash, a leak report at exit, a timeout); any other test counts as one.
+# SKIPPED_NAMES: the tests ctest listed as "(Skipped)" (SKIP_RETURN_CODE), which its log
+# records as passed.
+ctest_counts() {
+    awk -v skipnames=" $2 " '
+        function done_test(failed_test) {
+            if (!intest) return
+            if (index(skipnames, " " name " ") > 0) { S++ }
+            else if (cm) {
+                P += p; S += s; F += f
+                if (failed_test && f == 0) F++
+            } else if (failed_test) { F++ } else { P++ }
+            intest = 0
+        }
+        /^[0-9]+\/[0-9]+ Testing: / { intest = 1; name = $3; p = f = s = cm = 0; next }
+        /^\[  PASSED  \] [0-9]+ test\(s\)/ { p += $4; cm = 1; next }
+        /^\[  FAILED  \] [0-9]+ test\(s\)/ { f += $4; cm = 1; next }
+        /^\[  SKIPPED \] [0-9]+ test\(s\)/ { s += $4; cm = 1; next }
+        /^Test Passed\.$/ { done_test(0); next }
+        /^Test Failed/ { done_test(1); next }
+        END { printf "%d %d %d\n", P, F, S }
+    ' "$1"
+}
+
+# run_ctest DIR LABEL NAME: runs one label's tests and adds their counts.
 # ctest prints "N% tests passed, F tests failed out of T", or "No tests
 # were found" (a failure: every label run here has tests).
 run_ctest() {
-    local dir=$1 label=$2 name=$3 out rc total failed
+    local dir=$1 label=$2 name=$3 out rc total failed skipnames counts p f s
     log "ctest: $name ($dir, label $label)"
+    rm -f "$dir"/Testing/Temporary/LastTest*.log
     out=$(ctest --test-dir "$dir" -L "^${label}\$" --output-on-failure \
         --timeout 600 -j "${MG_JOBS:-2}" 2>&1)
     rc=$?
@@ -114,8 +168,19 @@ run_ctest() {
         add "$name" 0 1
         return
     fi
-    add "$name" $((total - failed)) "$failed"
-    if [ "$failed" -ne 0 ] || [ "$rc" -ne 0 ]; then
+    skipnames=$(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' | tr '\n' ' ')
+    counts=$(ctest_counts "$dir/Testing/Temporary/LastTest.log" "$skipnames" 2>/dev/null)
+    read -r p f s <<<"$counts"
+    if [ $((p + f + s)) -eq 0 ]; then
+        problem "ctest $name: no test log in $dir/Testing/Temporary"
+        add "$name" 0 1
+        return
+    fi
+    # ctest's own verdict wins over the log when they disagree.
+    [ "$failed" -ne 0 ] && [ "$f" -eq 0 ] && f=$failed
+    [ "$s" -ne 0 ] && echo "ctest $name: $s skipped (cmocka skip() or SKIP_RETURN_CODE)"
+    add "$name" "$p" "$f" "$s"
+    if [ "$failed" -ne 0 ] || [ "$rc" -ne 0 ] || [ "$f" -ne 0 ]; then
         problem "ctest $name: $failed of $total failed (ctest --test-dir $dir -L $label --output-on-failure)"
     fi
 }
@@ -132,32 +197,120 @@ if [ "$ASAN_OK" = 1 ]; then
     run_ctest build-asan fuzz "asan fuzz"
 fi
 
-# --- 4. integration -----------------------------------------------------------
-if [ "$RELEASE_OK" = 1 ] && [ -x build/metagate ]; then
-    log "integration: stock S3 clients against build/metagate"
+# --- 4. libFuzzer -------------------------------------------------------------
+# run_fuzzer NAME SECONDS: runs build-fuzz/tests/fuzz/fuzz_NAME for SECONDS over a scratch
+# copy of its corpus (new inputs never land in tests/fuzz/corpus/). A crash, a leak, a
+# sanitizer report, an input slower than 10 s or over 2 GiB RSS stops it with a non-zero
+# exit and an artifact in build-fuzz/fuzz-artifacts/NAME/; returns 0 when it ran clean.
+run_fuzzer() {
+    local name=$1 secs=$2 bin="$ROOT/build-fuzz/tests/fuzz/fuzz_$1" art work rc dict=()
+    art="$ROOT/build-fuzz/fuzz-artifacts/$name"
+    work=$(mktemp -d "${TMPDIR:-/tmp}/mg-fuzz-$name.XXXXXX")
+    mkdir -p "$art" "$work/new"
+    [ -f "tests/fuzz/fuzz_$name.dict" ] && dict=("-dict=$ROOT/tests/fuzz/fuzz_$name.dict")
+    # A hard stop well past -max_total_time, should the fuzzer itself wedge.
+    (cd "$work" && timeout -k 10 $((secs + 120)) "$bin" -max_total_time="$secs" -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 "${dict[@]}" -artifact_prefix="$art/" \
+        "$work/new" "$ROOT/tests/fuzz/corpus/$name") >"$work/log" 2>&1
+    rc=$?
+    local runs cov
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -n 1)
+    cov=$(grep -E '^#[0-9]+[[:space:]]+(DONE|INITED|NEW|REDUCE|pulse)' "$work/log" | tail -n 1 |
+        sed -n 's/.*\(cov: [0-9]*\) \(ft: [0-9]*\) \(corp: [^ ]*\).*/\1 \2 \3/p')
+    if [ "$rc" -eq 0 ]; then
+        echo "fuzz_$name: ok, ${runs:-?} runs in $secs s, ${cov:-no stats}"
+        rm -rf "$work"
+        return 0
+    fi
+    local repro
+    repro=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$work/log" | tail -n 1)
+    # The first report (sanitizer, leak, timeout, libFuzzer's own), else the end of the log.
+    if grep -qE 'runtime error|ERROR: [A-Za-z]*Sanitizer|ERROR: libFuzzer|ALARM: working' "$work/log"; then
+        sed -n '/runtime error\|ERROR: [A-Za-z]*Sanitizer\|ERROR: libFuzzer\|ALARM: working/,$p' \
+            "$work/log" | head -n 60
+    else
+        tail -n 60 "$work/log"
+    fi
+    echo "fuzz_$name: FAILED (exit $rc) after ${runs:-?} runs; log $work/log"
+    if [ -n "$repro" ]; then
+        echo "fuzz_$name: reproducer $repro"
+        echo "  replay: build-fuzz/tests/fuzz/fuzz_$name $repro"
+        FUZZ_REPRO="$repro"
+    else
+        FUZZ_REPRO="none written (see $work/log)"
+    fi
+    return 1
+}
+
+if [ "$FUZZ_OK" = 1 ]; then
+    secs=${MG_FUZZ_SECONDS:-8}
+    log "libFuzzer: each target for $secs s over tests/fuzz/corpus/<name>/ (build-fuzz/)"
+    fp=0
+    ff=0
+    # Every fuzz_<name>.c must have become a binary (a target whose libraries are missing is
+    # skipped by CMake: here that is a failure).
+    for src in tests/fuzz/fuzz_*.c; do
+        name=$(basename "$src" .c)
+        name=${name#fuzz_}
+        [ "$name" = replay ] && continue
+        if ! grep -qx "$name" build-fuzz/tests/fuzz/fuzzers.txt; then
+            problem "libFuzzer: fuzz_$name was not built (its libraries are missing from the build)"
+            ff=$((ff + 1))
+        fi
+    done
+    while read -r name; do
+        [ -n "$name" ] || continue
+        FUZZ_REPRO=""
+        if run_fuzzer "$name" "$secs"; then
+            fp=$((fp + 1))
+        else
+            ff=$((ff + 1))
+            problem "libFuzzer fuzz_$name: reproducer $FUZZ_REPRO"
+        fi
+    done <build-fuzz/tests/fuzz/fuzzers.txt
+    add libfuzzer "$fp" "$ff"
+fi
+
+# --- 5. integration -----------------------------------------------------------
+# run_integration NAME BIN [run.py args]: runs tests/integration/run.py against BIN and adds
+# its counts ("integration: N passed, N failed, N skipped").
+run_integration() {
+    local name=$1 bin=$2 out_file rc line p f sk
+    shift 2
+    log "$name: stock S3 clients against $bin${*:+ (suites: $*)}"
     out_file=$(mktemp)
-    # shellcheck disable=SC2086
-    /usr/bin/python3 tests/integration/run.py --bin "$ROOT/build/metagate" \
-        ${MG_INTEGRATION_ARGS:-} 2>&1 | tee "$out_file"
+    /usr/bin/python3 tests/integration/run.py --bin "$ROOT/$bin" "$@" 2>&1 | tee "$out_file"
     rc=${PIPESTATUS[0]}
     line=$(grep -E '^integration: [0-9]+ passed, [0-9]+ failed' "$out_file" | tail -n 1)
     rm -f "$out_file"
     if [ -z "$line" ]; then
-        problem "integration runner did not report (exit $rc)"
-        add integration 0 1
-    else
-        p=$(echo "$line" | sed -n 's/^integration: \([0-9]*\) passed.*/\1/p')
-        f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-        sk=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
-        SKIPPED=$((SKIPPED + ${sk:-0}))
-        add integration "$p" "$f"
-        if [ "$f" -ne 0 ] || [ "$rc" -ne 0 ]; then
-            problem "integration: $f failed (python3 tests/integration/run.py --bin build/metagate)"
-        fi
+        problem "$name runner did not report (exit $rc)"
+        add "$name" 0 1
+        return
     fi
+    p=$(echo "$line" | sed -n 's/^integration: \([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    sk=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+    add "$name" "$p" "$f" "${sk:-0}"
+    if [ "$f" -ne 0 ] || [ "$rc" -ne 0 ]; then
+        problem "$name: $f failed (python3 tests/integration/run.py --bin $bin $*)"
+    fi
+}
+
+if [ "$RELEASE_OK" = 1 ] && [ -x build/metagate ]; then
+    # shellcheck disable=SC2086
+    run_integration integration build/metagate ${MG_INTEGRATION_ARGS:-}
 else
     problem "integration not run: no build/metagate"
     add integration 0 1
+fi
+if [ "$ASAN_OK" = 1 ] && [ -x build-asan/metagate ]; then
+    # shellcheck disable=SC2086
+    run_integration "asan integration" build-asan/metagate \
+        ${MG_ASAN_SUITES:-errors features consistency durability}
+else
+    problem "asan integration not run: no build-asan/metagate"
+    add "asan integration" 0 1
 fi
 
 finish

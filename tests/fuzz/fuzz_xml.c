@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gateway/gw.h"
+#include "gateway/s3.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

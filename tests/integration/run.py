@@ -22,7 +22,9 @@ suite reads its endpoint and keys from MG_* variables (mgserver.Server.env)
 and prints one line per test case, `ok - NAME`, `not ok - NAME` or
 `ok - NAME # SKIP reason`. The runner counts them and ends with
 `integration: N passed, N failed, N skipped`; the exit code is 1 when
-anything failed.
+anything failed. Suite names on the command line select suites (a file's
+NAME, or a variant label such as `boto3[py-system]`); a name that matches no
+suite is a failure.
 """
 
 import argparse
@@ -306,10 +308,15 @@ def main():
         for v in variants:
             print(v.label)
         return 0
+    counts = Counts()
     if args.suites:
+        # A name that matches no suite is a failure: a typo must not pass as "0 failed".
+        for name in args.suites:
+            if not any(v.base == name or v.label == name for v in variants):
+                print("no integration suite named %r (run.py --list)" % name, flush=True)
+                counts.fail("%s: no such suite" % name)
         variants = [v for v in variants
                     if v.base in args.suites or v.label in args.suites]
-    counts = Counts()
     t0 = time.monotonic()
     if not os.access(args.bin, os.X_OK):
         print("no executable %s" % args.bin)
