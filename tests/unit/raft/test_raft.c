@@ -1340,7 +1340,8 @@ static void test_gap_install_candidacy(void **state)
  * in-memory log; the leader's retry then finds them "present", nothing is
  * rewritten, and later writes advance last_stored over the hole. The probe
  * fails one follower append (status RAFT_IOERR in the completion, as the uv
- * writer reports EIO) and checks the divergence and the host's fail-stop hook.
+ * writer reports EIO) and checks the divergence and the host's io-failure
+ * hook (the fence).
  */
 struct failing {
     struct raft_io_append mine;
@@ -1402,12 +1403,13 @@ static void test_gap_follower_append_failure(void **state)
     bool in_memory = mraft__log_get(r2, idx) != NULL;
     bool not_stored = r2->last_stored < idx;
     print_message("gap (c) log-truncation: after a failed follower append, entry %llu %s in "
-                  "memory, last_stored %llu: libraft %s; host fail-stop hook fired %u time(s)\n",
+                  "memory, last_stored %llu: libraft %s; host io-failure (fence) hook fired "
+                  "%u time(s)\n",
                   (unsigned long long)idx, in_memory ? "stays" : "dropped",
                   (unsigned long long)r2->last_stored,
                   in_memory && not_stored ? "EXPOSED" : "not exposed", io_failures_seen);
     assert_int_equal(io_failures_seen, 1);
-    /* The host would abort the process here; in the fixture, kill the server
+    /* The host would fence and stop the group here; in the fixture, kill the server
      * and check the other two carry on. */
     raft_fixture_kill(&C->f, 2);
     uint64_t idx2;
