@@ -69,6 +69,7 @@ void mg_config_close(struct mg_config *cfg)
     mg_free(cfg->tls_key_file);
     mg_free(cfg->domain);
     mg_free(cfg->log_level);
+    mg_free(cfg->meta_raft_listen);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -227,6 +228,49 @@ static int domain_ok(const char *d)
     return 1;
 }
 
+/* "meta": {"raft_listen": "HOST:PORT", "initial_shards": N, "flusher": "on"|"hold"} */
+static int parse_meta(struct mg_config *cfg, yajl_val v, char *errmsg)
+{
+    if (!YAJL_IS_OBJECT(v))
+        return fail(errmsg, "config key \"%s\": expected an object", "meta");
+    for (size_t i = 0; i < v->u.object.len; i++) {
+        const char *k = v->u.object.keys[i];
+        yajl_val x = v->u.object.values[i];
+        long long n;
+        int rv;
+        if (strcmp(k, "raft_listen") == 0) {
+            if ((rv = get_string(x, "meta.raft_listen", &cfg->meta_raft_listen, errmsg)) != 0)
+                return rv;
+            const char *colon = strrchr(cfg->meta_raft_listen, ':');
+            char *end = NULL;
+            long port = colon != NULL ? strtol(colon + 1, &end, 10) : -1;
+            if (colon == NULL || colon == cfg->meta_raft_listen || end == colon + 1 ||
+                *end != '\0' || port < 0 || port > 65535)
+                return fail(errmsg, "config key \"%s\": expected \"HOST:PORT\"",
+                            "meta.raft_listen");
+        } else if (strcmp(k, "initial_shards") == 0) {
+            if ((rv = get_int(x, "meta.initial_shards", 1, 63, &n, errmsg)) != 0)
+                return rv;
+            cfg->meta_initial_shards = (unsigned)n;
+        } else if (strcmp(k, "flusher") == 0) {
+            char *mode = NULL;
+            if ((rv = get_string(x, "meta.flusher", &mode, errmsg)) != 0)
+                return rv;
+            int ok = strcmp(mode, "on") == 0 || strcmp(mode, "hold") == 0;
+            cfg->meta_flusher_hold = strcmp(mode, "hold") == 0;
+            mg_free(mode);
+            if (!ok)
+                return fail(errmsg, "config key \"%s\": expected \"on\" or \"hold\"",
+                            "meta.flusher");
+        } else {
+            char key[64];
+            snprintf(key, sizeof(key), "meta.%.40s", k);
+            return fail(errmsg, "config key \"%s\": unknown key", key);
+        }
+    }
+    return 0;
+}
+
 static int parse_key(struct mg_config *cfg, const char *k, yajl_val v, char *errmsg)
 {
     long long n;
@@ -249,6 +293,8 @@ static int parse_key(struct mg_config *cfg, const char *k, yajl_val v, char *err
         return parse_users(cfg, v, errmsg);
     if (strcmp(k, "tls") == 0)
         return parse_tls(cfg, v, errmsg);
+    if (strcmp(k, "meta") == 0)
+        return parse_meta(cfg, v, errmsg);
     if (strcmp(k, "domain") == 0) {
         if ((rv = get_string(v, k, &cfg->domain, errmsg)) != 0)
             return rv;

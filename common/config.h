@@ -9,7 +9,7 @@
  *
  * Keys: listen ("HOST:PORT"), data_dir, region, users[{name, access_key,
  * secret_key}], tls{cert_file, key_file}, domain, threads, inline_max_bytes,
- * log_level. Not thread-safe; loaded once by main before threads start.
+ * log_level, meta{raft_listen, initial_shards, flusher}. Not thread-safe; loaded once by main before threads start.
  */
 #ifndef MG_COMMON_CONFIG_H
 #define MG_COMMON_CONFIG_H
@@ -39,6 +39,9 @@ struct mg_config {
     int threads;               /* event loops; 0 = default (see gateway/server.c) */
     uint32_t inline_max_bytes; /* objects up to this size live inside their metadata entry */
     char *log_level;           /* "trace", "debug", "info", "warn", "error" */
+    char *meta_raft_listen;    /* meta.raft_listen "HOST:PORT"; NULL: listen port + 1 */
+    unsigned meta_initial_shards; /* meta.initial_shards: data shards of a new store (1..63) */
+    int meta_flusher_hold;     /* meta.flusher "hold": test switch, RocksDB never flushed */
 };
 
 /* Defaults: listen 127.0.0.1:9000, data_dir ./data, region us-east-1, threads 0,

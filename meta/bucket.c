@@ -5,15 +5,18 @@
  * its counters row 0x03·id·'A' in its own data range (DESIGN.md 4: the
  * _attr_ row; meta/internal.h, "key schema"). Ids come from the 0x02
  * 'S'·"bucket-id" sequence and are never reused, so rows a deleted bucket
- * left behind can never be mistaken for a new bucket's. Create and
- * delete take the bucket's rwlock for writing; object writes hold it for
- * reading, so no object can land in a bucket being deleted.
+ * left behind can never be mistaken for a new bucket's. The mutating bodies
+ * run one at a time on the meta thread (docs/ops.md): create writes the
+ * attribute row (data shard) and the name (shard 0) as two entries, data
+ * shard first; delete waits until no entry is in flight, checks emptiness on
+ * committed state and removes both the same way. Object ops check the
+ * attribute row, so no object can land in a bucket being deleted.
  */
 #include <assert.h>
 #include <string.h>
 
 #define MG_MODULE "meta"
-#include "meta/internal.h"
+#include "meta/shard.h"
 
 static int ends_with(struct mg_str s, const char *suffix)
 {
@@ -87,6 +90,16 @@ static int slot_matches(const struct meta_bucket_cache_slot *s, struct mg_str na
 /* The bucket record row into v, from the cache or the engine. *found = 0 if absent. */
 static int read_bucket_row(struct meta_store *ms, struct mg_str name, struct mg_buf *v, int *found)
 {
+    if (meta__exec_active()) {
+        /* An op body: the overlay may hold a pending change the cache cannot know of, so
+         * read through meta__get and leave the cache alone (apply invalidates it). */
+        struct mg_buf k;
+        mg_buf_init(&k);
+        meta__key_bucket(&k, name);
+        int rv = meta__get(ms, ENG_CF_META, &k, v, found);
+        mg_buf_close(&k);
+        return rv;
+    }
     struct meta_bucket_cache_slot *s = meta__bucket_slot(ms, name);
     pthread_mutex_lock(&s->lock);
     *found = slot_matches(s, name);
@@ -115,17 +128,6 @@ static int read_bucket_row(struct meta_store *ms, struct mg_str name, struct mg_
     return 0;
 }
 
-/* After a change to the bucket's row was applied (caller holds the bucket write lock). */
-static void cache_invalidate(struct meta_store *ms, struct mg_str name)
-{
-    struct meta_bucket_cache_slot *s = meta__bucket_slot(ms, name);
-    pthread_mutex_lock(&s->lock);
-    atomic_fetch_add(&ms->buckets.gen, 1);
-    if (slot_matches(s, name))
-        s->valid = 0;
-    pthread_mutex_unlock(&s->lock);
-}
-
 int meta_bucket_get(struct meta_store *ms, struct mg_str name, struct mg_arena *a,
                     struct meta_bucket *out)
 {
@@ -145,9 +147,12 @@ int meta_bucket_get(struct meta_store *ms, struct mg_str name, struct mg_arena *
     return rv;
 }
 
-/* Next bucket id from the "bucket-id" sequence; the new value is written by the caller's
- * batch (the caller holds seq_lock until the batch is applied). */
-static int next_bucket_id(struct meta_store *ms, struct eng_batch *b, uint64_t *id)
+/* Next bucket id: the "bucket-id" sequence counts the buckets ever created (n), and the
+ * n-th gets an id in data shard n mod shards (meta__shards_bucket_id), so buckets spread
+ * over the data shards; ids are never reused. The new count is written by the caller's
+ * write set; op bodies run one at a time on the meta thread and see pending counts in the
+ * overlay, so no two creates get the same id. */
+static int next_bucket_id(struct meta_store *ms, struct meta_ws *b, uint64_t *id)
 {
     struct mg_buf k, v;
     int found;
@@ -158,10 +163,11 @@ static int next_bucket_id(struct meta_store *ms, struct eng_batch *b, uint64_t *
     if (rv == 0 && found && v.len != 8)
         rv = MG_ECORRUPT;
     if (rv == 0) {
-        *id = (found ? meta__get_u64(v.base) : 0) + 1;
+        uint64_t n = found ? meta__get_u64(v.base) : 0;
+        *id = meta__shards_bucket_id(ms->rt->shards, n);
         v.len = 0;
-        meta__put_u64(&v, *id);
-        eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+        meta__put_u64(&v, n + 1);
+        meta__ws_put(b, k.base, k.len, v.base, v.len);
     }
     mg_buf_close(&k);
     mg_buf_close(&v);
@@ -184,46 +190,39 @@ static int create_locked(struct meta_store *ms, struct mg_str name, struct mg_st
     if (rv != MG_ENOSUCHBUCKET)
         return rv;
 
-    struct eng_batch *b = eng_batch_create();
+    struct meta_ws *b = meta__ws_create();
     struct meta_bucket rec = {.name = name, .owner = owner, .acl = acl};
     struct mg_buf k, v;
     mg_buf_init(&k);
     mg_buf_init(&v);
-    pthread_mutex_lock(&ms->seq_lock);
     rv = next_bucket_id(ms, b, &rec.id);
     if (rv == 0) {
         rec.created_ms = meta__now_ms();
         meta__key_bucket(&k, name);
         meta__bucket_encode(&rec, &v);
-        eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+        meta__ws_put(b, k.base, k.len, v.base, v.len);
         k.len = v.len = 0;
         meta__key_bucket_attr(&k, rec.id);
         meta__counters_encode(0, 0, &v);
-        eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+        meta__ws_put(b, k.base, k.len, v.base, v.len);
         rv = meta__shard_apply(&ms->shard, b);
     }
-    pthread_mutex_unlock(&ms->seq_lock);
     if (rv == 0)
         mg_log(MG_LOG_INFO, "event=bucket_create bucket=%.*s id=%llu", (int)name.len, name.base,
                (unsigned long long)rec.id);
     mg_buf_close(&k);
     mg_buf_close(&v);
-    eng_batch_destroy(b);
+    meta__ws_destroy(b);
     return rv;
 }
 
-int meta_bucket_create(struct meta_store *ms, struct mg_str name, struct mg_str owner,
-                       enum meta_acl acl)
+int meta__do_bucket_create(struct meta_store *ms, struct mg_str name, struct mg_str owner,
+                           enum meta_acl acl)
 {
     int rv = meta_bucket_name_check(name);
     if (rv != 0)
         return rv;
-    pthread_rwlock_t *l = meta__bucket_lock(ms, name);
-    pthread_rwlock_wrlock(l);
-    rv = create_locked(ms, name, owner, acl);
-    cache_invalidate(ms, name);
-    pthread_rwlock_unlock(l);
-    return rv;
+    return create_locked(ms, name, owner, acl);
 }
 
 /* Any row in bucket id's table? Bounded: reads at most 1. */
@@ -265,31 +264,26 @@ static int delete_locked(struct meta_store *ms, struct mg_str name)
         return rv;
     if (!empty)
         return MG_EBUCKETNOTEMPTY;
-    struct eng_batch *b = eng_batch_create();
+    struct meta_ws *b = meta__ws_create();
     struct mg_buf k;
     mg_buf_init(&k);
     meta__key_bucket(&k, name);
-    eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+    meta__ws_delete(b, k.base, k.len);
     k.len = 0;
     meta__key_bucket_attr(&k, id);
-    eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+    meta__ws_delete(b, k.base, k.len);
     rv = meta__shard_apply(&ms->shard, b);
     if (rv == 0)
         mg_log(MG_LOG_INFO, "event=bucket_delete bucket=%.*s id=%llu", (int)name.len, name.base,
                (unsigned long long)id);
     mg_buf_close(&k);
-    eng_batch_destroy(b);
+    meta__ws_destroy(b);
     return rv;
 }
 
-int meta_bucket_delete(struct meta_store *ms, struct mg_str name)
+int meta__do_bucket_delete(struct meta_store *ms, struct mg_str name)
 {
-    pthread_rwlock_t *l = meta__bucket_lock(ms, name);
-    pthread_rwlock_wrlock(l);
-    int rv = delete_locked(ms, name);
-    cache_invalidate(ms, name);
-    pthread_rwlock_unlock(l);
-    return rv;
+    return delete_locked(ms, name);
 }
 
 int meta_bucket_list(struct meta_store *ms, struct mg_str owner, struct mg_arena *a,
@@ -363,14 +357,9 @@ static int update_locked(struct meta_store *ms, struct mg_str name, unsigned mas
     return rv;
 }
 
-int meta_bucket_update(struct meta_store *ms, struct mg_str name, unsigned mask,
-                       const struct meta_bucket *values)
+int meta__do_bucket_update(struct meta_store *ms, struct mg_str name, unsigned mask,
+                           const struct meta_bucket *values)
 {
     assert(values != NULL || mask == 0);
-    pthread_rwlock_t *l = meta__bucket_lock(ms, name);
-    pthread_rwlock_wrlock(l);
-    int rv = update_locked(ms, name, mask, values);
-    cache_invalidate(ms, name);
-    pthread_rwlock_unlock(l);
-    return rv;
+    return update_locked(ms, name, mask, values);
 }

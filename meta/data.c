@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define MG_MODULE "meta"
-#include "meta/internal.h"
+#include "meta/op.h"
 
 #define COPY_CHUNK_BYTES (1u << 20)
 
@@ -47,9 +47,6 @@ static int switch_to_blob(struct meta_data_writer *w)
 int meta_data_writer_create(struct meta_store *ms, uint64_t size_hint,
                             struct meta_data_writer **out)
 {
-    /* Reap retired blobs that are due before taking new space: on a full disk the PUTs that
-     * follow a DELETE are what must find the space again, and they retire nothing. */
-    meta__free_reap(ms, 0);
     struct meta_data_writer *w = mg_calloc(1, sizeof(*w));
     w->ms = ms;
     w->size_hint = size_hint;
@@ -132,54 +129,42 @@ void meta_data_release(struct meta_store *ms, const struct meta_data *d)
 }
 
 /* Design: an overwrite or delete of an object being streamed by a GET must not punch holes
- * under the reader (it would send zeros with a 200). Retired blobs wait free_grace_ms in a
- * bounded FIFO; every retire reaps what is due, so the cost is O(1) amortized per blob and
- * memory is bounded by META_FREE_QUEUE_MAX * 48 bytes (3 MiB). */
+ * under the reader (it would send zeros with a 200). Inside an op body the retire becomes a
+ * RETIRE record of the op's entry (docs/ops.md); when the entry applies, on every replica,
+ * each blob goes to the blob store's retire queue, which frees it once no reader pins it
+ * (engine/engine.h: eng_blob_pin), on its reaper thread, never early and never on a loop. */
 void meta__data_retire(struct meta_store *ms, const struct meta_data *d)
 {
     assert(ms != NULL && d != NULL);
-    if (ms->free_grace_ms == 0) {
+    if (meta__exec_active()) {
+        meta__exec_retire(d);
+        return;
+    }
+    if (ms->free_grace_ms == 0) { /* tests: at once, so they can assert on bytes_freed */
         meta_data_release(ms, d);
         return;
     }
-    struct meta_free_queue *q = &ms->frees;
-    int64_t due = meta__now_ms() + ms->free_grace_ms;
-    for (size_t i = 0; i < d->nextents; i++) {
-        struct eng_blob_ref early = {0};
-        int have_early = 0;
-        pthread_mutex_lock(&q->lock);
-        if (q->n == META_FREE_QUEUE_MAX) { /* bounded: the oldest goes before its time */
-            early = q->ring[q->head].ref;
-            have_early = 1;
-            q->head = (q->head + 1) % META_FREE_QUEUE_MAX;
-            q->n--;
-        }
-        q->ring[(q->head + q->n) % META_FREE_QUEUE_MAX] =
-            (struct meta_free_pending){d->extents[i].ref, due};
-        q->n++;
-        pthread_mutex_unlock(&q->lock);
-        if (have_early)
-            eng_blob_free(ms->bs, &early);
-    }
-    meta__free_reap(ms, 0);
+    for (size_t i = 0; i < d->nextents; i++)
+        eng_blob_retire(ms->bs, &d->extents[i].ref);
 }
 
-void meta__free_reap(struct meta_store *ms, int all)
+int meta_data_pin(struct meta_store *ms, const struct meta_data *d)
 {
-    struct meta_free_queue *q = &ms->frees;
-    int64_t now = meta__now_ms();
-    for (;;) {
-        pthread_mutex_lock(&q->lock);
-        if (q->n == 0 || (!all && q->ring[q->head].due_ms > now)) {
-            pthread_mutex_unlock(&q->lock);
-            return;
+    for (size_t i = 0; i < d->nextents; i++) {
+        int rv = eng_blob_pin(ms->bs, &d->extents[i].ref);
+        if (rv != 0) {
+            while (i-- > 0)
+                eng_blob_unpin(ms->bs, &d->extents[i].ref);
+            return rv;
         }
-        struct eng_blob_ref ref = q->ring[q->head].ref;
-        q->head = (q->head + 1) % META_FREE_QUEUE_MAX;
-        q->n--;
-        pthread_mutex_unlock(&q->lock);
-        eng_blob_free(ms->bs, &ref);
     }
+    return 0;
+}
+
+void meta_data_unpin(struct meta_store *ms, const struct meta_data *d)
+{
+    for (size_t i = 0; i < d->nextents; i++)
+        eng_blob_unpin(ms->bs, &d->extents[i].ref);
 }
 
 int meta_data_read(struct meta_store *ms, const struct meta_data *d, uint64_t offset, void *buf,

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "meta/meta.h"
+#include "meta/wset.h"
 
 /* ------------------------------------------------------------ key schema
  *
@@ -180,10 +181,6 @@ void meta__counters_encode(uint64_t objects, uint64_t bytes, struct mg_buf *out)
 
 /* ----------------------------------------------------------------- store */
 
-#define META_KEY_STRIPES 1024 /* per-key mutexes (bounded, hash of bucket + key) */
-#define META_BUCKET_STRIPES                                                                        \
-    64 /* per-bucket rwlocks: object writes read, bucket create/delete                             \
-          write */
 
 /* One shard: today the whole store on one engine with a local apply; with Raft, the group
  * whose commit applies the write set. */
@@ -192,20 +189,7 @@ struct meta_shard {
     int sync; /* fsync the WAL on apply */
 };
 
-#define META_FREE_GRACE_MS_DEFAULT 30000
-#define META_FREE_QUEUE_MAX 65536 /* pending frees; past it the oldest is freed early */
-
-/* Blobs retired by committed ops, freed once their grace period is over (FIFO: dues are
- * monotonic because the grace is constant). */
-struct meta_free_queue {
-    pthread_mutex_t lock;
-    struct meta_free_pending {
-        struct eng_blob_ref ref;
-        int64_t due_ms;
-    } * ring;    /* META_FREE_QUEUE_MAX entries */
-    size_t head; /* oldest */
-    size_t n;
-};
+#define META_FREE_GRACE_MS_DEFAULT 30000 /* nonzero: retire through reader pins; 0 (tests): free at once */
 
 #define META_BUCKET_CACHE_SLOTS 256
 
@@ -231,27 +215,24 @@ struct meta_store {
     struct eng_db *db;
     struct eng_blobstore *bs;
     struct meta_shard shard;
-    pthread_mutex_t key_locks[META_KEY_STRIPES];
-    pthread_rwlock_t bucket_locks[META_BUCKET_STRIPES];
-    pthread_mutex_t seq_lock;        /* bucket id allocation */
     atomic_uint_fast64_t list_steps; /* iterator seeks + nexts by LIST (tests assert bounds) */
     uint32_t free_grace_ms;          /* see meta_opts; tests set 0 for immediate frees */
-    struct meta_free_queue frees;
     struct meta_bucket_cache buckets;
+    struct meta__rt *rt;             /* the meta thread and its queues (meta/op.h), lazily */
 };
 
-/* Apply one op's write set atomically and durably. The seam where a Raft proposal replaces
- * the local commit (DESIGN.md 5): callers build the whole batch first and do nothing
- * irreversible (freeing replaced blobs) until this returns 0. Returns 0, MG_EIO, MG_ENOSPC.
- * The batch is unchanged; the caller destroys it. */
-int meta__shard_apply(struct meta_shard *s, struct eng_batch *b);
+/* Stop the meta thread (ops in flight finish first); no-op if it never started. */
+void meta__rt_stop(struct meta_store *ms);
+
+/* Inside an op body (meta/exec.c): add the rows of b to the op's write set, which the meta
+ * thread proposes as one Raft entry per shard when the body returns 0 (docs/ops.md). Returns
+ * 0. b is unchanged; the caller destroys it. */
+int meta__shard_apply(struct meta_shard *s, struct meta_ws *b);
 
 /* A write set of one row: put (k, v) into ENG_CF_META and apply. Closes k and v. Returns as
  * meta__shard_apply. */
 int meta__apply_put(struct meta_store *ms, struct mg_buf *k, struct mg_buf *v);
 
-pthread_mutex_t *meta__key_lock(struct meta_store *ms, struct mg_str bucket, struct mg_str key);
-pthread_rwlock_t *meta__bucket_lock(struct meta_store *ms, struct mg_str bucket);
 struct meta_bucket_cache_slot *meta__bucket_slot(struct meta_store *ms, struct mg_str bucket);
 
 int64_t meta__now_ms(void);
@@ -265,19 +246,17 @@ int meta__get(struct meta_store *ms, enum eng_cf cf, const struct mg_buf *key, s
               int *found);
 
 /* Index rows for an object's data (blob index) and creation time (time index). */
-void meta__index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+void meta__index_put(struct meta_ws *b, uint64_t bucket_id, struct mg_str name,
                      const struct meta_object *o);
-void meta__index_delete(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+void meta__index_delete(struct meta_ws *b, uint64_t bucket_id, struct mg_str name,
                         const struct meta_object *o);
-void meta__blob_index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+void meta__blob_index_put(struct meta_ws *b, uint64_t bucket_id, struct mg_str name,
                           const struct meta_data *d);
-void meta__blob_index_delete(struct eng_batch *b, uint64_t bucket_id, const struct meta_data *d);
+void meta__blob_index_delete(struct meta_ws *b, uint64_t bucket_id, const struct meta_data *d);
 
 /* Free d's blobs after the grace period: data a committed op replaced or deleted, which a
  * reader may still be streaming. (meta_data_release frees at once: data never visible.) */
 void meta__data_retire(struct meta_store *ms, const struct meta_data *d);
-/* Free the retired blobs whose grace is over (all of them when all != 0). */
-void meta__free_reap(struct meta_store *ms, int all);
 
 /* Copy [offset, offset + len) of d into a new data (blob or inline) streamed in bounded
  * chunks; md5_hex (33 bytes) gets the md5 of the copied bytes. Returns 0, MG_EIO, MG_ENOSPC,

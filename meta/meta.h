@@ -31,6 +31,8 @@
 #include "common/common.h"
 #include "engine/engine.h"
 
+#include <uv.h>
+
 #define META_KEY_MAX 1024       /* S3 key length limit, bytes */
 #define META_BUCKET_NAME_MAX 63
 #define META_PART_MAX 10000
@@ -46,12 +48,19 @@ enum meta_acl {
 
 struct meta_opts {
     const char *data_dir;       /* engine lives in data_dir/db and data_dir/blobs */
-    int wal;                    /* RocksDB WAL (1 until Raft is the WAL) */
+    int wal;                    /* ignored: the Raft log is the WAL, RocksDB's is off */
     uint32_t inline_max_bytes;  /* objects up to this size live inside their entry */
     uint32_t free_grace_ms;     /* bytes an op replaced or deleted are freed this long after it,
                                    so reads in flight (a GET streaming the old version) finish
                                    first; 0: 30 s. Pending frees are done at close; a crash
                                    leaks them (fsck: blob index) */
+    const char *raft_listen;    /* "a.b.c.d:port" of the raft host (one port for every shard's
+                                   group); NULL: 127.0.0.1 on a free port */
+    unsigned initial_shards;    /* data shards of a new store (0: 1); the bucket id space is
+                                   split into equal ranges, buckets spread over them */
+    enum eng_compaction compaction; /* engine.compaction ablation switch (default: locality) */
+    int flusher_hold;           /* test switch: never flush RocksDB while running, so every
+                                   acknowledged write replays from the Raft log after kill -9 */
 };
 
 struct meta_store;
@@ -129,6 +138,12 @@ void meta_data_writer_abort(struct meta_data_writer *w);
 /* Free data that no op took ownership of (e.g. the request failed after finish). */
 void meta_data_release(struct meta_store *ms, const struct meta_data *d);
 
+/* Reader pins (engine/engine.h eng_blob_pin): a GET that streams d's blobs pins them first,
+ * then re-reads the entry to check it still references them (else unpin and retry), and
+ * unpins when done: a pinned blob is never freed, however long the read takes. Returns 0 or
+ * MG_ESLOWDOWN (too many pins). Inline data needs no pin. Thread-safe. */
+int meta_data_pin(struct meta_store *ms, const struct meta_data *d);
+void meta_data_unpin(struct meta_store *ms, const struct meta_data *d);
 /* Read len bytes at offset of the object's bytes into buf. Returns 0, MG_EIO, MG_ECORRUPT. */
 int meta_data_read(struct meta_store *ms, const struct meta_data *d, uint64_t offset, void *buf,
                    size_t len);
@@ -182,6 +197,12 @@ int meta_object_put(struct meta_store *ms, struct mg_str bucket, const struct me
  * LIST leaves such an entry out, delete and put replace it). */
 int meta_object_get(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
                     struct mg_arena *a, struct meta_object *out);
+/* meta_object_get with the object's blobs pinned (the pin-then-recheck above); the caller
+ * unpins with meta_data_unpin(ms, &out->data) when its read is done. Errors as
+ * meta_object_get, plus MG_ESLOWDOWN. */
+int meta_object_get_pinned(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                           struct mg_arena *a, struct meta_object *out);
+
 /* Idempotent: 0 whether or not the key existed. Returns 0, MG_ENOSUCHBUCKET, MG_EIO.
  * existed (may be NULL) tells which. */
 int meta_object_delete(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
@@ -307,6 +328,107 @@ struct meta_upload {
 int meta_mpu_list(struct meta_store *ms, struct mg_str bucket, struct mg_str prefix,
                   struct mg_str key_marker, struct mg_str upload_id_marker, uint32_t max,
                   struct mg_arena *a, struct meta_upload **out, size_t *n, int *truncated);
+
+
+/* --------------------------------------------------------- asynchronous ops
+ *
+ * The op path (DESIGN.md 5, 5a; docs/ops.md). Every mutation is a struct meta_op handed
+ * to the store's meta thread (the thread that owns the raft host) through a bounded
+ * queue plus uv_async_t. There it executes against committed state plus the shard's
+ * proposed-but-uncommitted writes (the pending-write overlay), proposes ONE Raft entry
+ * with its write set, and when that entry commits the op's done callback runs on the
+ * submitting client's loop (a second bounded queue plus uv_async_t). No mutex is held
+ * across a commit; ops on one key pipeline.
+ *
+ * Arguments are deep-copied into the op at submit, so the caller's strings may die right
+ * after meta_op_submit returns (an h2o request whose client went away). Results (below)
+ * are allocated from the op and live until meta_op_destroy.
+ *
+ * The blocking functions above (meta_object_put, meta_bucket_create, ...) are thin
+ * wrappers that submit an op and wait: call them from threads that may block (worker
+ * threads, tests, tools), never from an event loop.
+ */
+
+enum meta_op_type {
+    META_OP_BUCKET_CREATE,     /* bucket, owner, acl */
+    META_OP_BUCKET_DELETE,     /* bucket */
+    META_OP_BUCKET_UPDATE,     /* bucket, mask, bucket_values */
+    META_OP_OBJECT_PUT,        /* bucket, object (+data: ownership passes to the op), cond */
+    META_OP_OBJECT_DELETE,     /* bucket, key -> existed */
+    META_OP_OBJECT_DELETE_MANY,/* bucket, keys/nkeys -> existed_many */
+    META_OP_OBJECT_UPDATE,     /* bucket, key, mask, object (tags / acl) */
+    META_OP_MPU_CREATE,        /* bucket, object (template) -> upload_id */
+    META_OP_MPU_PUT_PART,      /* bucket, key, upload_id, part (+data: ownership passes) */
+    META_OP_MPU_COMPLETE,      /* bucket, key, upload_id, parts/nparts -> object */
+    META_OP_MPU_ABORT,         /* bucket, key, upload_id */
+    META_OP__COUNT
+};
+
+struct meta_op;
+struct meta_client;
+typedef void (*meta_op_cb)(struct meta_op *op);
+
+struct meta_op {
+    enum meta_op_type type;
+    void *data;     /* caller's */
+    int status;     /* in done: 0 or an mg_err (as the blocking function returns) */
+
+    /* Arguments (set before submit; borrowed until submit returns, then copied). */
+    struct {
+        struct mg_str bucket;               /* name */
+        uint64_t bucket_id;                 /* 0: look the name up (the gateway passes the id
+                                               it authorized with: one lookup per request) */
+        struct mg_str key;
+        struct mg_str owner;                /* BUCKET_CREATE */
+        enum meta_acl acl;                  /* BUCKET_CREATE */
+        unsigned mask;                      /* BUCKET_UPDATE, OBJECT_UPDATE */
+        struct meta_bucket bucket_values;   /* BUCKET_UPDATE */
+        struct meta_object object;          /* OBJECT_PUT, OBJECT_UPDATE, MPU_CREATE */
+        int has_cond;
+        struct meta_put_cond cond;          /* OBJECT_PUT (has_cond) */
+        const struct mg_str *keys;          /* OBJECT_DELETE_MANY */
+        size_t nkeys;
+        struct mg_str upload_id;            /* MPU_* */
+        struct meta_part part;              /* MPU_PUT_PART */
+        const struct meta_part *parts;      /* MPU_COMPLETE */
+        size_t nparts;
+        uint64_t request_id;                /* 0: a fresh one; a retry of the same id returns
+                                               the first result (DESIGN.md 6) */
+    } in;
+
+    /* Results (valid in done, until meta_op_destroy). */
+    struct {
+        int existed;                 /* OBJECT_DELETE */
+        int *existed_many;           /* OBJECT_DELETE_MANY: nkeys entries */
+        struct mg_str upload_id;     /* MPU_CREATE */
+        struct meta_object object;   /* MPU_COMPLETE: the object; OBJECT_PUT: mtime, etag */
+    } out;
+
+    /* private */
+    struct meta__op_priv *priv;
+};
+
+/* Allocate a zeroed op of type t (aborts on OOM). */
+struct meta_op *meta_op_create(enum meta_op_type t);
+/* Free an op and its results. Not while it is submitted (between submit returning 0 and
+ * its done callback). */
+void meta_op_destroy(struct meta_op *op);
+
+/* A reply endpoint on one libuv loop: ops submitted through it have done called on that
+ * loop's thread. Create and destroy on the loop thread. Destroy only when none of its
+ * ops is outstanding (their done already ran); it closes a uv handle, so the loop must run
+ * once more before it is freed. */
+int meta_client_create(struct meta_store *ms, uv_loop_t *loop, struct meta_client **out);
+void meta_client_destroy(struct meta_client *c);
+
+/* Hand op to the meta thread. Returns 0: done(op) runs exactly once, later, on c's loop
+ * (never inside this call). Errors (done never runs): MG_ESLOWDOWN (the bounded queue is
+ * full: answer 503 SlowDown), MG_ESHUTDOWN (store closing). On an error the op still owns
+ * nothing of the caller's: for PUT/PUT_PART the caller releases the data itself
+ * (meta_data_release). Callable from any thread holding c's loop (the loop thread). */
+int meta_op_submit(struct meta_client *c, struct meta_op *op, meta_op_cb done);
+
+/* Per-queue and per-group figures for /metrics (see meta_stats). */
 
 /* ------------------------------------------------------------------- stats */
 

@@ -8,8 +8,9 @@
  * Parts are separate blobs; complete validates the client's list, builds an
  * object whose extents are the parts' extents in order (no byte is copied),
  * keeps the part list for GetObjectAttributes and GET ?partNumber, and frees
- * the parts it did not list. All ops on one key serialize on its stripe lock,
- * the same one object writes take.
+ * the parts it did not list. The mutating bodies run one at a time on the
+ * meta thread (docs/ops.md); complete and abort read the part list from
+ * committed state, so they wait until no entry is in flight.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -20,17 +21,15 @@
 #include <openssl/rand.h>
 
 #define MG_MODULE "meta"
-#include "meta/internal.h"
+#include "meta/op.h"
 
-/* One op's target, resolved under the locks. */
+/* One op's target. */
 struct mpu_ctx {
     struct meta_store *ms;
     struct mg_str bucket;
     struct mg_str key;
     struct mg_str upload_id;
     uint64_t bucket_id;
-    pthread_rwlock_t *bucket_lock;
-    pthread_mutex_t *key_lock;
 };
 
 static int upload_id_valid(struct mg_str id)
@@ -46,31 +45,16 @@ static int upload_id_valid(struct mg_str id)
     return 1;
 }
 
-/* Take the bucket (read) and key locks and resolve the bucket id. On error nothing is
- * held. */
+/* Resolve the bucket id of a mutating op (its body runs alone on the meta thread). */
 static int ctx_lock(struct mpu_ctx *c)
 {
     int rv = meta__key_check(c->key);
     if (rv != 0)
         return rv;
-    c->bucket_lock = meta__bucket_lock(c->ms, c->bucket);
-    pthread_rwlock_rdlock(c->bucket_lock);
     rv = meta__bucket_id(c->ms, c->bucket, &c->bucket_id);
     if (rv == 0 && !upload_id_valid(c->upload_id))
         rv = MG_ENOSUCHUPLOAD;
-    if (rv != 0) {
-        pthread_rwlock_unlock(c->bucket_lock);
-        return rv;
-    }
-    c->key_lock = meta__key_lock(c->ms, c->bucket, c->key);
-    pthread_mutex_lock(c->key_lock);
-    return 0;
-}
-
-static void ctx_unlock(struct mpu_ctx *c)
-{
-    pthread_mutex_unlock(c->key_lock);
-    pthread_rwlock_unlock(c->bucket_lock);
+    return rv;
 }
 
 /* The upload's template; MG_ENOSUCHUPLOAD if absent. */
@@ -88,6 +72,22 @@ static int read_upload(struct mpu_ctx *c, struct mg_arena *a, struct meta_object
         rv = meta__object_decode(v.base, v.len, META_REC_UPLOAD, a, tmpl);
     if (rv == 0)
         tmpl->key = (struct mg_str){mg_arena_dup(a, c->key.base, c->key.len), c->key.len};
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    return rv;
+}
+
+/* Part number of the upload; *found = 0 if absent. */
+static int read_part(struct mpu_ctx *c, uint32_t number, struct mg_arena *a, struct meta_part *p,
+                     int *found)
+{
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_part(&k, c->bucket_id, c->key, c->upload_id, number);
+    int rv = meta__get(c->ms, ENG_CF_META, &k, &v, found);
+    if (rv == 0 && *found)
+        rv = meta__part_decode(v.base, v.len, a, p);
     mg_buf_close(&k);
     mg_buf_close(&v);
     return rv;
@@ -132,37 +132,37 @@ static int read_parts(struct mpu_ctx *c, uint32_t marker, uint32_t max, struct m
     return rv;
 }
 
-static void put_part_rows(struct eng_batch *b, struct mpu_ctx *c, const struct meta_part *p)
+static void put_part_rows(struct meta_ws *b, struct mpu_ctx *c, const struct meta_part *p)
 {
     struct mg_buf k, v;
     mg_buf_init(&k);
     mg_buf_init(&v);
     meta__key_part(&k, c->bucket_id, c->key, c->upload_id, p->number);
     meta__part_encode(p, &v);
-    eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+    meta__ws_put(b, k.base, k.len, v.base, v.len);
     meta__blob_index_put(b, c->bucket_id, c->key, &p->data);
     mg_buf_close(&k);
     mg_buf_close(&v);
 }
 
-static void delete_part_rows(struct eng_batch *b, struct mpu_ctx *c, const struct meta_part *p,
+static void delete_part_rows(struct meta_ws *b, struct mpu_ctx *c, const struct meta_part *p,
                              int keep_blob_index)
 {
     struct mg_buf k;
     mg_buf_init(&k);
     meta__key_part(&k, c->bucket_id, c->key, c->upload_id, p->number);
-    eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+    meta__ws_delete(b, k.base, k.len);
     if (!keep_blob_index)
         meta__blob_index_delete(b, c->bucket_id, &p->data);
     mg_buf_close(&k);
 }
 
-static void delete_upload_row(struct eng_batch *b, struct mpu_ctx *c)
+static void delete_upload_row(struct meta_ws *b, struct mpu_ctx *c)
 {
     struct mg_buf k;
     mg_buf_init(&k);
     meta__key_upload(&k, c->bucket_id, c->key, c->upload_id);
-    eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+    meta__ws_delete(b, k.base, k.len);
     mg_buf_close(&k);
 }
 
@@ -182,8 +182,8 @@ static void new_upload_id(char out[META_UPLOAD_ID_LEN + 1])
     out[META_UPLOAD_ID_LEN] = '\0';
 }
 
-int meta_mpu_create(struct meta_store *ms, struct mg_str bucket, const struct meta_object *tmpl,
-                    struct mg_arena *a, struct mg_str *upload_id)
+int meta__do_mpu_create(struct meta_store *ms, struct mg_str bucket, const struct meta_object *tmpl,
+                        struct mg_arena *a, struct mg_str *upload_id)
 {
     char id[META_UPLOAD_ID_LEN + 1];
     new_upload_id(id);
@@ -205,7 +205,6 @@ int meta_mpu_create(struct meta_store *ms, struct mg_str bucket, const struct me
     meta__key_upload(&k, c.bucket_id, c.key, c.upload_id);
     meta__object_encode(&t, META_REC_UPLOAD, &v);
     rv = meta__apply_put(ms, &k, &v);
-    ctx_unlock(&c);
     if (rv == 0)
         *upload_id = (struct mg_str){mg_arena_dup(a, id, META_UPLOAD_ID_LEN), META_UPLOAD_ID_LEN};
     return rv;
@@ -216,29 +215,24 @@ static int put_part_locked(struct mpu_ctx *c, const struct meta_part *p, struct 
                            struct meta_part *old, int *had_old)
 {
     struct meta_object tmpl;
-    struct meta_part *cur;
-    size_t n = 0;
     int rv = read_upload(c, a, &tmpl);
     if (rv == 0)
-        rv = read_parts(c, p->number - 1, 1, a, &cur, &n, NULL);
+        rv = read_part(c, p->number, a, old, had_old); /* a point read: it sees the overlay */
     if (rv != 0)
         return rv;
-    *had_old = n == 1 && cur[0].number == p->number;
-    struct eng_batch *b = eng_batch_create();
-    if (*had_old) {
-        *old = cur[0];
+    struct meta_ws *b = meta__ws_create();
+    if (*had_old)
         meta__blob_index_delete(b, c->bucket_id, &old->data);
-    }
     put_part_rows(b, c, p);
     rv = meta__shard_apply(&c->ms->shard, b);
-    eng_batch_destroy(b);
+    meta__ws_destroy(b);
     if (rv != 0)
         *had_old = 0;
     return rv;
 }
 
-int meta_mpu_put_part(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
-                      struct mg_str upload_id, const struct meta_part *part)
+int meta__do_mpu_put_part(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                          struct mg_str upload_id, const struct meta_part *part)
 {
     struct mpu_ctx c = {.ms = ms, .bucket = bucket, .key = key, .upload_id = upload_id};
     struct meta_part p = *part, old;
@@ -250,10 +244,8 @@ int meta_mpu_put_part(struct meta_store *ms, struct mg_str bucket, struct mg_str
     int rv = part->number < 1 || part->number > META_PART_MAX ? MG_EINVALIDARGUMENT : 0;
     if (rv == 0)
         rv = ctx_lock(&c);
-    if (rv == 0) {
+    if (rv == 0)
         rv = put_part_locked(&c, &p, &a, &old, &had_old);
-        ctx_unlock(&c);
-    }
     if (rv != 0)
         meta_data_release(ms, &part->data);
     else if (had_old)
@@ -450,7 +442,7 @@ struct complete_state {
     int had_old;
 };
 
-static void complete_batch(struct eng_batch *b, struct mpu_ctx *c, struct complete_state *s,
+static void complete_batch(struct meta_ws *b, struct mpu_ctx *c, struct complete_state *s,
                            const struct meta_object *o, size_t n)
 {
     delete_upload_row(b, c);
@@ -467,7 +459,7 @@ static void complete_batch(struct eng_batch *b, struct mpu_ctx *c, struct comple
     mg_buf_init(&v);
     meta__key_object(&k, c->bucket_id, c->key);
     meta__object_encode(o, META_REC_OBJECT, &v);
-    eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+    meta__ws_put(b, k.base, k.len, v.base, v.len);
     mg_buf_close(&k);
     mg_buf_close(&v);
 }
@@ -495,11 +487,11 @@ static int complete_locked(struct mpu_ctx *c, const struct meta_part *parts, siz
     if (rv == 0)
         rv = build_object(c, &tmpl, s->matched, n, a, o, s->mparts);
     if (rv == 0) {
-        struct eng_batch *b = eng_batch_create();
+        struct meta_ws *b = meta__ws_create();
         s->had_old = found;
         complete_batch(b, c, s, o, n);
         rv = meta__shard_apply(&c->ms->shard, b);
-        eng_batch_destroy(b);
+        meta__ws_destroy(b);
     }
     if (rv != 0) {
         release_materialized(c->ms, s->matched, s->mparts, n);
@@ -508,9 +500,9 @@ static int complete_locked(struct mpu_ctx *c, const struct meta_part *parts, siz
     return rv;
 }
 
-int meta_mpu_complete(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
-                      struct mg_str upload_id, const struct meta_part *parts, size_t nparts,
-                      struct mg_arena *a, struct meta_object *out)
+int meta__do_mpu_complete(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                          struct mg_str upload_id, const struct meta_part *parts, size_t nparts,
+                          struct mg_arena *a, struct meta_object *out)
 {
     struct mpu_ctx c = {.ms = ms, .bucket = bucket, .key = key, .upload_id = upload_id};
     struct complete_state s = {0};
@@ -522,10 +514,9 @@ int meta_mpu_complete(struct meta_store *ms, struct mg_str bucket, struct mg_str
     if (rv != 0)
         return rv;
     rv = complete_locked(&c, parts, nparts, a, out, &s);
-    ctx_unlock(&c);
     if (rv != 0)
         return rv;
-    /* After the commit: free what nothing references any more. */
+    /* Retired in the same entry: freed when it applies and nothing pins them. */
     for (size_t i = 0, j = 0; i < s.nhave; i++) {
         int listed = j < nparts && s.matched[j] == &s.have[i];
         if (!listed)
@@ -549,17 +540,17 @@ static int abort_locked(struct mpu_ctx *c, struct mg_arena *a, struct meta_part 
         rv = read_parts(c, 0, 0, a, parts, n, NULL);
     if (rv != 0)
         return rv;
-    struct eng_batch *b = eng_batch_create();
+    struct meta_ws *b = meta__ws_create();
     delete_upload_row(b, c);
     for (size_t i = 0; i < *n; i++)
         delete_part_rows(b, c, &(*parts)[i], 0);
     rv = meta__shard_apply(&c->ms->shard, b);
-    eng_batch_destroy(b);
+    meta__ws_destroy(b);
     return rv;
 }
 
-int meta_mpu_abort(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
-                   struct mg_str upload_id)
+int meta__do_mpu_abort(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                       struct mg_str upload_id)
 {
     struct mpu_ctx c = {.ms = ms, .bucket = bucket, .key = key, .upload_id = upload_id};
     struct meta_part *parts = NULL;
@@ -567,10 +558,8 @@ int meta_mpu_abort(struct meta_store *ms, struct mg_str bucket, struct mg_str ke
     struct mg_arena a;
     mg_arena_init(&a);
     int rv = ctx_lock(&c);
-    if (rv == 0) {
+    if (rv == 0)
         rv = abort_locked(&c, &a, &parts, &n);
-        ctx_unlock(&c);
-    }
     for (size_t i = 0; rv == 0 && i < n; i++)
         meta__data_retire(ms, &parts[i].data);
     mg_arena_close(&a);

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Object ops: put (with S3 conditional writes), get, delete, update (tags,
- * acl) and copy. A write holds its bucket's rwlock for reading (so the bucket
- * cannot be deleted under it) and the key's stripe mutex (so read-modify-write
- * is serialized per key), reads the current entry, builds one batch — the
- * entry row plus its time- and blob-index rows, all in the bucket's own key
- * range (0x03·id·'M'/'T'/'X', meta/internal.h), so they ride in the same
- * write set on the same shard — and applies it through the shard.
- * Data a write replaced is freed only after the apply succeeded; data of a
- * failed write is freed before returning: never a half-visible object.
+ * Object op bodies: put (with S3 conditional writes), delete, delete-many and
+ * update (tags, acl), run on the meta thread (docs/ops.md), plus the reads
+ * (get) and copy, which run on the caller's thread. A body reads the current
+ * entry (the pending-write overlay first), builds one write set — the entry
+ * row plus its time- and blob-index rows, all in the bucket's own key range
+ * (0x03·id·'M'/'T'/'X', meta/internal.h), so they ride in the same Raft entry
+ * on the same shard — and hands it to the shard. Data a write replaced is
+ * retired in that entry (freed when it applies and no reader pins it); data of
+ * a failed write is freed before returning: never a half-visible object.
+ * Copy reads and copies the source bytes on the caller's thread, then submits
+ * a put and waits.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -16,7 +18,7 @@
 #include <strings.h>
 
 #define MG_MODULE "meta"
-#include "meta/internal.h"
+#include "meta/op.h"
 
 /* Read the entry at (bucket_id, key) into a. *found = 0 if absent. A corrupt entry is
  * reported as MG_ECORRUPT (and logged). */
@@ -87,7 +89,7 @@ static int put_locked(struct meta_store *ms, uint64_t bucket_id, struct meta_obj
         rv = check_cond(cond, found, old);
     if (rv != 0)
         return rv;
-    struct eng_batch *b = eng_batch_create();
+    struct meta_ws *b = meta__ws_create();
     struct mg_buf k, v;
     mg_buf_init(&k);
     mg_buf_init(&v);
@@ -96,9 +98,9 @@ static int put_locked(struct meta_store *ms, uint64_t bucket_id, struct meta_obj
     meta__index_put(b, bucket_id, obj->key, obj);
     meta__key_object(&k, bucket_id, obj->key);
     meta__object_encode(obj, META_REC_OBJECT, &v);
-    eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+    meta__ws_put(b, k.base, k.len, v.base, v.len);
     rv = meta__shard_apply(&ms->shard, b);
-    eng_batch_destroy(b);
+    meta__ws_destroy(b);
     mg_buf_close(&k);
     mg_buf_close(&v);
     *had_old = rv == 0 && found;
@@ -119,18 +121,10 @@ static int put_object(struct meta_store *ms, struct mg_str bucket, const struct 
     struct mg_arena a;
     mg_arena_init(&a);
     int rv = meta__key_check(obj.key);
-    if (rv == 0) {
-        pthread_rwlock_t *bl = meta__bucket_lock(ms, bucket);
-        pthread_rwlock_rdlock(bl);
+    if (rv == 0)
         rv = meta__bucket_id(ms, bucket, &bucket_id);
-        if (rv == 0) {
-            pthread_mutex_t *kl = meta__key_lock(ms, bucket, obj.key);
-            pthread_mutex_lock(kl);
-            rv = put_locked(ms, bucket_id, &obj, cond, &a, &old, &had_old);
-            pthread_mutex_unlock(kl);
-        }
-        pthread_rwlock_unlock(bl);
-    }
+    if (rv == 0)
+        rv = put_locked(ms, bucket_id, &obj, cond, &a, &old, &had_old);
     if (rv != 0)
         meta_data_release(ms, &in->data);
     else if (had_old)
@@ -141,10 +135,14 @@ static int put_object(struct meta_store *ms, struct mg_str bucket, const struct 
     return rv;
 }
 
-int meta_object_put(struct meta_store *ms, struct mg_str bucket, const struct meta_object *obj,
-                    const struct meta_put_cond *cond)
+int meta__do_object_put(struct meta_store *ms, struct mg_str bucket, const struct meta_object *obj,
+                        const struct meta_put_cond *cond, struct meta_object *out)
 {
-    return put_object(ms, bucket, obj, cond, NULL);
+    int64_t mtime = 0;
+    int rv = put_object(ms, bucket, obj, cond, &mtime);
+    if (out != NULL)
+        out->mtime_ms = mtime;
+    return rv;
 }
 
 int meta_object_get(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
@@ -160,6 +158,40 @@ int meta_object_get(struct meta_store *ms, struct mg_str bucket, struct mg_str k
     if (rv == 0 && !found)
         rv = MG_ENOSUCHKEY;
     return rv;
+}
+
+static int same_extents(const struct meta_data *x, const struct meta_data *y)
+{
+    if (x->nextents != y->nextents)
+        return 0;
+    for (size_t i = 0; i < x->nextents; i++)
+        if (memcmp(&x->extents[i].ref, &y->extents[i].ref, sizeof(x->extents[i].ref)) != 0)
+            return 0;
+    return 1;
+}
+
+/* Hazard-pointer order (engine/engine.h, eng_blob_pin): pin what the entry names, then
+ * re-read the entry; if it still names the same blobs, no retire can have freed them
+ * (a retire waits for pins), else unpin and start over with the new entry. Bounded: a key
+ * rewritten faster than two point reads for 8 rounds answers SlowDown. */
+int meta_object_get_pinned(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                           struct mg_arena *a, struct meta_object *out)
+{
+    for (int round = 0; round < 8; round++) {
+        int rv = meta_object_get(ms, bucket, key, a, out);
+        if (rv != 0 || out->data.nextents == 0)
+            return rv;
+        if ((rv = meta_data_pin(ms, &out->data)) != 0)
+            return rv;
+        struct meta_object again;
+        rv = meta_object_get(ms, bucket, key, a, &again);
+        if (rv == 0 && same_extents(&out->data, &again.data))
+            return 0;
+        meta_data_unpin(ms, &out->data);
+        if (rv != 0)
+            return rv;
+    }
+    return MG_ESLOWDOWN;
 }
 
 /* One key of a delete write set. */
@@ -181,37 +213,11 @@ static int cmp_item(const void *x, const void *y)
     return c != 0 ? c : (a->idx < b->idx ? -1 : a->idx > b->idx);
 }
 
-static int cmp_lock(const void *x, const void *y)
-{
-    uintptr_t a = (uintptr_t) * (pthread_mutex_t *const *)x;
-    uintptr_t b = (uintptr_t) * (pthread_mutex_t *const *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* Lock every item's stripe once, in address order: a total order, so two multi-key deletes
- * cannot deadlock, and single-key ops hold one stripe. Returns how many were locked. */
-static size_t lock_stripes(struct meta_store *ms, struct mg_str bucket,
-                           const struct del_item *items, size_t n, pthread_mutex_t **locks)
-{
-    for (size_t i = 0; i < n; i++)
-        locks[i] = meta__key_lock(ms, bucket, items[i].key);
-    qsort(locks, n, sizeof(*locks), cmp_lock);
-    size_t u = 0;
-    for (size_t i = 0; i < n; i++)
-        if (u == 0 || locks[u - 1] != locks[i])
-            locks[u++] = locks[i];
-    for (size_t i = 0; i < u; i++)
-        pthread_mutex_lock(locks[i]);
-    return u;
-}
-
-/* Read each key (sorted, duplicates adjacent) and build ONE write set deleting those that
- * exist with their index rows. */
 static int delete_locked(struct meta_store *ms, uint64_t bucket_id, struct del_item *items,
                          size_t n, struct mg_arena *a)
 {
     assert(n <= META_DELETE_MANY_MAX);
-    struct eng_batch *b = eng_batch_create();
+    struct meta_ws *b = meta__ws_create();
     struct mg_buf k;
     mg_buf_init(&k);
     int rv = 0;
@@ -233,25 +239,24 @@ static int delete_locked(struct meta_store *ms, uint64_t bucket_id, struct del_i
             continue;
         k.len = 0;
         meta__key_object(&k, bucket_id, it->key);
-        eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+        meta__ws_delete(b, k.base, k.len);
         meta__index_delete(b, bucket_id, it->key, &it->old);
     }
     if (rv == 0)
         rv = meta__shard_apply(&ms->shard, b);
-    eng_batch_destroy(b);
+    meta__ws_destroy(b);
     mg_buf_close(&k);
     return rv;
 }
 
-int meta_object_delete_many(struct meta_store *ms, struct mg_str bucket, const struct mg_str *keys,
-                            size_t n, int *existed)
+int meta__do_object_delete_many(struct meta_store *ms, struct mg_str bucket,
+                                const struct mg_str *keys, size_t n, int *existed)
 {
     if (n > META_DELETE_MANY_MAX)
         return MG_EINVALIDARGUMENT;
     struct mg_arena a;
     mg_arena_init(&a);
     struct del_item *items = mg_arena_alloc(&a, n * sizeof(*items));
-    pthread_mutex_t **locks = mg_arena_alloc(&a, n * sizeof(*locks));
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         if (existed != NULL)
@@ -261,16 +266,9 @@ int meta_object_delete_many(struct meta_store *ms, struct mg_str bucket, const s
     }
     qsort(items, m, sizeof(*items), cmp_item);
     uint64_t bucket_id;
-    pthread_rwlock_t *bl = meta__bucket_lock(ms, bucket);
-    pthread_rwlock_rdlock(bl);
     int rv = meta__bucket_id(ms, bucket, &bucket_id);
-    if (rv == 0) {
-        size_t nl = lock_stripes(ms, bucket, items, m, locks);
+    if (rv == 0)
         rv = delete_locked(ms, bucket_id, items, m, &a);
-        for (size_t i = nl; i-- > 0;)
-            pthread_mutex_unlock(locks[i]);
-    }
-    pthread_rwlock_unlock(bl);
     for (size_t i = 0; rv == 0 && i < m; i++) {
         if (items[i].found && !items[i].dup)
             meta__data_retire(ms, &items[i].old.data);
@@ -281,9 +279,10 @@ int meta_object_delete_many(struct meta_store *ms, struct mg_str bucket, const s
     return rv;
 }
 
-int meta_object_delete(struct meta_store *ms, struct mg_str bucket, struct mg_str key, int *existed)
+int meta__do_object_delete(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                           int *existed)
 {
-    return meta_object_delete_many(ms, bucket, &key, 1, existed);
+    return meta__do_object_delete_many(ms, bucket, &key, 1, existed);
 }
 
 static int update_locked(struct meta_store *ms, uint64_t bucket_id, struct mg_str key,
@@ -316,23 +315,16 @@ static int update_locked(struct meta_store *ms, uint64_t bucket_id, struct mg_st
     return rv;
 }
 
-int meta_object_update(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
-                       unsigned mask, const struct meta_object *values)
+int meta__do_object_update(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
+                           unsigned mask, const struct meta_object *values)
 {
     assert(values != NULL || mask == 0);
     uint64_t bucket_id;
-    pthread_rwlock_t *bl = meta__bucket_lock(ms, bucket);
-    pthread_rwlock_rdlock(bl);
     int rv = meta__bucket_id(ms, bucket, &bucket_id);
     if (rv == 0 && meta__key_check(key) != 0)
         rv = MG_ENOSUCHKEY;
-    if (rv == 0) {
-        pthread_mutex_t *kl = meta__key_lock(ms, bucket, key);
-        pthread_mutex_lock(kl);
+    if (rv == 0)
         rv = update_locked(ms, bucket_id, key, mask, values);
-        pthread_mutex_unlock(kl);
-    }
-    pthread_rwlock_unlock(bl);
     return rv;
 }
 
@@ -380,7 +372,7 @@ int meta_object_copy_range(struct meta_store *ms, struct mg_str src_bucket, stru
     obj.cksum_algo = whole ? src.cksum_algo : MG_CKSUM_NONE;
     obj.cksum_value = whole ? src.cksum_value : (struct mg_str){"", 0};
     int64_t mtime = 0;
-    rv = put_object(ms, dst_bucket, &obj, NULL, &mtime);
+    rv = meta__object_put_mtime(ms, dst_bucket, &obj, NULL, &mtime); /* submits and waits */
     if (rv != 0)
         return rv;
     *out = obj;

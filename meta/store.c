@@ -16,26 +16,14 @@
 #include <time.h>
 
 #define MG_MODULE "meta"
-#include "meta/internal.h"
-
-int meta__shard_apply(struct meta_shard *s, struct eng_batch *b)
-{
-    assert(s->db != NULL && b != NULL);
-    if (eng_batch_count(b) == 0)
-        return 0;
-    int rv = eng_batch_commit(s->db, b, s->sync);
-    if (rv != 0)
-        mg_log(MG_LOG_ERROR, "event=apply_failed err=%s rows=%zu", mg_err_name(rv),
-               eng_batch_count(b));
-    return rv;
-}
+#include "meta/op.h"
 
 int meta__apply_put(struct meta_store *ms, struct mg_buf *k, struct mg_buf *v)
 {
-    struct eng_batch *b = eng_batch_create();
-    eng_batch_put(b, ENG_CF_META, k->base, k->len, v->base, v->len);
+    struct meta_ws *b = meta__ws_create();
+    meta__ws_put(b, k->base, k->len, v->base, v->len);
     int rv = meta__shard_apply(&ms->shard, b);
-    eng_batch_destroy(b);
+    meta__ws_destroy(b);
     mg_buf_close(k);
     mg_buf_close(v);
     return rv;
@@ -49,20 +37,6 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
         h *= 1099511628211ull;
     }
     return h;
-}
-
-pthread_mutex_t *meta__key_lock(struct meta_store *ms, struct mg_str bucket, struct mg_str key)
-{
-    uint64_t h = fnv1a(14695981039346656037ull, bucket.base, bucket.len);
-    h = fnv1a(h, "/", 1);
-    h = fnv1a(h, key.base, key.len);
-    return &ms->key_locks[h % META_KEY_STRIPES];
-}
-
-pthread_rwlock_t *meta__bucket_lock(struct meta_store *ms, struct mg_str bucket)
-{
-    uint64_t h = fnv1a(14695981039346656037ull, bucket.base, bucket.len);
-    return &ms->bucket_locks[h % META_BUCKET_STRIPES];
 }
 
 struct meta_bucket_cache_slot *meta__bucket_slot(struct meta_store *ms, struct mg_str bucket)
@@ -88,18 +62,46 @@ int meta__key_check(struct mg_str key)
 int meta__get(struct meta_store *ms, enum eng_cf cf, const struct mg_buf *key, struct mg_buf *val,
               int *found)
 {
+    /* An op body on the meta thread sees the pending-write overlay first (docs/ops.md). */
+    if (meta__exec_get(ms, key->base, key->len, val, found) == 0)
+        return 0;
     val->len = 0;
     int rv = eng_get(ms->db, cf, key->base, key->len, val);
     *found = rv == 0;
     return rv == MG_ENOTFOUND ? 0 : rv;
 }
 
+/* Inside an op body: the bucket is alive while its attribute row exists (overlay first):
+ * DeleteBucket removes that row in its first entry, before the name goes. */
+static int attr_alive(struct meta_store *ms, uint64_t id)
+{
+    struct mg_buf k, v;
+    int found = 0;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_bucket_attr(&k, id);
+    int rv = meta__get(ms, ENG_CF_META, &k, &v, &found);
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    return rv != 0 ? rv : found ? 0 : MG_ENOSUCHBUCKET;
+}
+
 int meta__bucket_id(struct meta_store *ms, struct mg_str name, uint64_t *id)
 {
+    /* An op body with the id its gateway already looked up (one lookup per request). */
+    uint64_t hint = meta__exec_bucket_hint(name);
+    if (hint != 0) {
+        int rv = attr_alive(ms, hint);
+        if (rv == 0)
+            *id = hint;
+        return rv;
+    }
     struct mg_arena a;
     struct meta_bucket b;
     mg_arena_init(&a);
     int rv = meta_bucket_get(ms, name, &a, &b);
+    if (rv == 0 && meta__exec_active())
+        rv = attr_alive(ms, b.id);
     if (rv == 0)
         *id = b.id;
     mg_arena_close(&a);
@@ -108,7 +110,7 @@ int meta__bucket_id(struct meta_store *ms, struct mg_str name, uint64_t *id)
 
 /* ------------------------------------------------------------ index rows */
 
-void meta__blob_index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+void meta__blob_index_put(struct meta_ws *b, uint64_t bucket_id, struct mg_str name,
                           const struct meta_data *d)
 {
     struct mg_buf k;
@@ -116,41 +118,41 @@ void meta__blob_index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str
     for (size_t i = 0; i < d->nextents; i++) {
         k.len = 0;
         meta__key_blob_index(&k, bucket_id, &d->extents[i].ref);
-        eng_batch_put(b, ENG_CF_META, k.base, k.len, name.base, name.len);
+        meta__ws_put(b, k.base, k.len, name.base, name.len);
     }
     mg_buf_close(&k);
 }
 
-void meta__blob_index_delete(struct eng_batch *b, uint64_t bucket_id, const struct meta_data *d)
+void meta__blob_index_delete(struct meta_ws *b, uint64_t bucket_id, const struct meta_data *d)
 {
     struct mg_buf k;
     mg_buf_init(&k);
     for (size_t i = 0; i < d->nextents; i++) {
         k.len = 0;
         meta__key_blob_index(&k, bucket_id, &d->extents[i].ref);
-        eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+        meta__ws_delete(b, k.base, k.len);
     }
     mg_buf_close(&k);
 }
 
-void meta__index_put(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+void meta__index_put(struct meta_ws *b, uint64_t bucket_id, struct mg_str name,
                      const struct meta_object *o)
 {
     struct mg_buf k;
     mg_buf_init(&k);
     meta__key_time_index(&k, bucket_id, o->mtime_ms, name);
-    eng_batch_put(b, ENG_CF_META, k.base, k.len, "", 0);
+    meta__ws_put(b, k.base, k.len, "", 0);
     mg_buf_close(&k);
     meta__blob_index_put(b, bucket_id, name, &o->data);
 }
 
-void meta__index_delete(struct eng_batch *b, uint64_t bucket_id, struct mg_str name,
+void meta__index_delete(struct meta_ws *b, uint64_t bucket_id, struct mg_str name,
                         const struct meta_object *o)
 {
     struct mg_buf k;
     mg_buf_init(&k);
     meta__key_time_index(&k, bucket_id, o->mtime_ms, name);
-    eng_batch_delete(b, ENG_CF_META, k.base, k.len);
+    meta__ws_delete(b, k.base, k.len);
     mg_buf_close(&k);
     meta__blob_index_delete(b, bucket_id, &o->data);
 }
@@ -200,13 +202,19 @@ static int format_check(struct meta_store *ms, char *errmsg)
                  "(start with an empty data_dir)",
                  ms->data_dir, META_FORMAT_VERSION);
     } else if (!found) {
+        /* A node-local row, written before any raft group exists: committed and flushed
+         * directly (the WAL is off). */
         v.len = 0;
         meta__put_u32(&v, META_FORMAT_VERSION);
-        rv = meta__apply_put(ms, &k, &v); /* closes k and v */
+        struct eng_batch *b = eng_batch_create();
+        eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+        rv = eng_batch_commit(ms->db, b, 0);
+        eng_batch_destroy(b);
+        if (rv == 0)
+            rv = eng_db_flush(ms->db);
         if (rv != 0)
             snprintf(errmsg, 256, "data directory %s: writing the metadata format: %s",
                      ms->data_dir, mg_err_name(rv));
-        return rv;
     }
     mg_buf_close(&k);
     mg_buf_close(&v);
@@ -224,39 +232,19 @@ static int mkdir_p1(const char *dir, char *errmsg)
 
 static void locks_init(struct meta_store *ms)
 {
-    for (size_t i = 0; i < META_KEY_STRIPES; i++)
-        pthread_mutex_init(&ms->key_locks[i], NULL);
-    /* Writer-preferring: under a steady stream of object writes (readers), a bucket delete
-     * would otherwise wait forever. Never taken recursively, as this kind requires. */
-    pthread_rwlockattr_t attr;
-    pthread_rwlockattr_init(&attr);
-    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    for (size_t i = 0; i < META_BUCKET_STRIPES; i++)
-        pthread_rwlock_init(&ms->bucket_locks[i], &attr);
-    pthread_rwlockattr_destroy(&attr);
-    pthread_mutex_init(&ms->seq_lock, NULL);
-    pthread_mutex_init(&ms->frees.lock, NULL);
     atomic_init(&ms->buckets.gen, 0);
     for (size_t i = 0; i < META_BUCKET_CACHE_SLOTS; i++) {
         pthread_mutex_init(&ms->buckets.slots[i].lock, NULL);
         mg_buf_init(&ms->buckets.slots[i].value);
     }
-    ms->frees.ring = mg_malloc(META_FREE_QUEUE_MAX * sizeof(*ms->frees.ring));
 }
 
 static void locks_destroy(struct meta_store *ms)
 {
-    for (size_t i = 0; i < META_KEY_STRIPES; i++)
-        pthread_mutex_destroy(&ms->key_locks[i]);
-    for (size_t i = 0; i < META_BUCKET_STRIPES; i++)
-        pthread_rwlock_destroy(&ms->bucket_locks[i]);
-    pthread_mutex_destroy(&ms->seq_lock);
-    pthread_mutex_destroy(&ms->frees.lock);
     for (size_t i = 0; i < META_BUCKET_CACHE_SLOTS; i++) {
         pthread_mutex_destroy(&ms->buckets.slots[i].lock);
         mg_buf_close(&ms->buckets.slots[i].value);
     }
-    mg_free(ms->frees.ring);
 }
 
 int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char *errmsg)
@@ -272,11 +260,13 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
     if (rv != 0)
         goto err_after_alloc;
     snprintf(path, sizeof(path), "%s/db", ms->data_dir);
-    struct eng_db_opts dbo = {.wal = opts->wal, .block_cache_bytes = 0};
+    /* The Raft log is the WAL (DESIGN.md 6): RocksDB's own is off, and the flusher reports
+     * what RocksDB holds on disk as each group's durable index (meta/shard.c). */
+    struct eng_db_opts dbo = {.wal = 0, .block_cache_bytes = 0, .compaction = opts->compaction};
     if ((rv = eng_db_open(path, &dbo, &ms->db, errmsg)) != 0)
         goto err_after_alloc;
     ms->shard.db = ms->db;
-    ms->shard.sync = opts->wal ? 1 : 0;
+    ms->shard.sync = 0;
     if ((rv = format_check(ms, errmsg)) != 0)
         goto err_after_db;
     snprintf(path, sizeof(path), "%s/blobs", ms->data_dir);
@@ -286,11 +276,16 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
     locks_init(ms);
     atomic_init(&ms->list_steps, 0);
     ms->free_grace_ms = opts->free_grace_ms ? opts->free_grace_ms : META_FREE_GRACE_MS_DEFAULT;
-    mg_log(MG_LOG_INFO, "event=meta_open dir=%s wal=%d inline_max=%u", ms->data_dir, opts->wal,
+    if ((rv = meta__rt_start(ms, errmsg)) != 0)
+        goto err_after_blobs;
+    mg_log(MG_LOG_INFO, "event=meta_open dir=%s rocksdb_wal=off inline_max=%u", ms->data_dir,
            opts->inline_max_bytes);
     *out = ms;
     return 0;
 
+err_after_blobs:
+    locks_destroy(ms);
+    eng_blob_close(ms->bs);
 err_after_db:
     eng_db_close(ms->db);
 err_after_alloc:
@@ -306,7 +301,7 @@ void meta_store_close(struct meta_store *ms)
 {
     if (ms == NULL)
         return;
-    meta__free_reap(ms, 1); /* no reader outlives the store */
+    meta__rt_stop(ms);
     eng_blob_close(ms->bs);
     eng_db_close(ms->db);
     locks_destroy(ms);
@@ -317,7 +312,6 @@ void meta_store_close(struct meta_store *ms)
 void meta_stats_get(struct meta_store *ms, struct meta_stats *out)
 {
     memset(out, 0, sizeof(*out));
-    meta__free_reap(ms, 0);
     struct mg_buf lo, hi;
     mg_buf_init(&lo);
     mg_buf_init(&hi);

@@ -775,7 +775,10 @@ int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const 
     assert(req != NULL && cb != NULL);
     if (g->closing)
         return MG_ESHUTDOWN;
-    if (len == 0)
+    /* libraft 0.15's uv writer stores entry data unpadded but its segment reader assumes
+     * every entry's data is padded to 8 bytes: an odd length reads back as a short read and
+     * the group cannot restart. Refuse it rather than write an unreadable log. */
+    if (len == 0 || len % 8 != 0)
         return MG_EINVALIDARGUMENT;
     if (g->fence_err != 0)
         return g->fence_err;

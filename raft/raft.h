@@ -327,7 +327,10 @@ struct mraft_propose {
  * when non-NULL), MG_EBUSY (queue full), MG_ENOSPC (free space of the data
  * dir below the host's min_free_bytes: refused before the log append; the
  * caller answers 507 and may retry once space is freed), MG_ESHUTDOWN,
- * MG_EINVALIDARGUMENT (len 0), or the fence code below.
+ * MG_EINVALIDARGUMENT (len 0, or not a multiple of 8: libraft 0.15's segment
+ * reader assumes 8-byte padded entry data and its writer does not pad, so an
+ * odd length would make the log unreadable at the next start), or the fence
+ * code below.
  *
  * A failed log append (ENOSPC preallocating a segment, a short write, EIO)
  * never aborts the process: it fences the group. The failed proposals and

@@ -141,5 +141,6 @@ int main(int argc, char **argv)
     failed += test_list_run();
     failed += test_mpu_run();
     failed += test_store_run();
+    failed += test_wset_run();
     return failed;
 }

@@ -1541,12 +1541,16 @@ static void test_disk_full_admission(void **state)
     struct raft *r = mraft_group_raft(o->g);
     struct lenprop p[4];
 
+    /* An entry whose length is not a multiple of 8 would be unreadable after a restart
+     * (libraft 0.15 pads on read, not on write): refused before anything is appended. */
+    assert_int_equal(propose_len(o->g, &p[0], 100), MG_EINVALIDARGUMENT);
+
     /* Plenty of space: admitted; many proposals, one statvfs. */
     mraft__host_set_free_space(o->h, fake_free_space);
     fake_free = 64 << 20;
     fake_calls = 0;
     for (unsigned i = 0; i < 3; i++)
-        assert_int_equal(propose_len(o->g, &p[i], 100), 0);
+        assert_int_equal(propose_len(o->g, &p[i], 104), 0);
     assert_true(run_until(&o->loop, pred_lenprop_done, &p[2], 5000));
     assert_int_equal(fake_calls, 1);
 
@@ -1554,16 +1558,16 @@ static void test_disk_full_admission(void **state)
     fake_free = 512 << 10;
     run_for(&o->loop, 120);
     raft_index last = raft_last_index(r);
-    assert_int_equal(propose_len(o->g, &p[0], 100), MG_ENOSPC);
+    assert_int_equal(propose_len(o->g, &p[0], 104), MG_ENOSPC);
     assert_false(p[0].done);
     assert_int_equal(raft_last_index(r), last);
     assert_int_equal(fake_calls, 2);
     /* Space comes back: the refusal stands until the figure is refreshed. */
     fake_free = 64 << 20;
-    assert_int_equal(propose_len(o->g, &p[0], 100), MG_ENOSPC);
+    assert_int_equal(propose_len(o->g, &p[0], 104), MG_ENOSPC);
     assert_int_equal(fake_calls, 2);
     run_for(&o->loop, 120);
-    assert_int_equal(propose_len(o->g, &p[0], 100), 0);
+    assert_int_equal(propose_len(o->g, &p[0], 104), 0);
     assert_int_equal(fake_calls, 3);
     assert_true(run_until(&o->loop, pred_lenprop_done, &p[0], 5000));
     assert_int_equal(p[0].status, 0);
@@ -1589,7 +1593,7 @@ static void test_disk_full_admission(void **state)
 
     /* The real statvfs of /tmp admits. */
     mraft__host_set_free_space(o->h, NULL);
-    assert_int_equal(propose_len(o->g, &p[0], 100), 0);
+    assert_int_equal(propose_len(o->g, &p[0], 104), 0);
     assert_true(run_until(&o->loop, pred_lenprop_done, &p[0], 5000));
     one_host_stop(o);
 }
@@ -1611,7 +1615,7 @@ static void test_append_failure_fences(void **state)
     skip_appends = 2;
     fail_appends = 3;
     for (unsigned i = 0; i < BENCH_DEPTH; i++)
-        assert_int_equal(propose_len(g, &p[i], 100), 0);
+        assert_int_equal(propose_len(g, &p[i], 104), 0);
     assert_true(run_until(&o->loop, pred_lenprops_done, p, 5000));
     unsigned ok = 0, eio = 0;
     for (unsigned i = 0; i < BENCH_DEPTH; i++) {
@@ -1630,7 +1634,7 @@ static void test_append_failure_fences(void **state)
     assert_int_equal(st.commits, ok);
     assert_int_equal(st.failed, eio);
     assert_int_equal(st.inflight + st.queued, 0);
-    assert_int_equal(propose_len(g, &p[0], 100), MG_EIO);
+    assert_int_equal(propose_len(g, &p[0], 104), MG_EIO);
     struct rd r;
     assert_int_equal(read_gate(g, &r), MG_EIO);
 
@@ -1639,7 +1643,7 @@ static void test_append_failure_fences(void **state)
     mraft_group_destroy(g, false, on_group_closed, &closed);
     assert_true(run_until(&o->loop, pred_flag, &closed, 5000));
     one_host_open_group(o);
-    assert_int_equal(propose_len(o->g, &p[0], 100), 0);
+    assert_int_equal(propose_len(o->g, &p[0], 104), 0);
     assert_true(run_until(&o->loop, pred_lenprop_done, &p[0], 5000));
     assert_int_equal(p[0].status, 0);
     mg_free(p);
@@ -1650,7 +1654,7 @@ static void test_append_failure_fences(void **state)
     o->g->io_append = failing_append;
     fail_appends = 1;
     struct lenprop q;
-    assert_int_equal(propose_len(o->g, &q, 100), 0);
+    assert_int_equal(propose_len(o->g, &q, 104), 0);
     assert_true(run_until(&o->loop, pred_lenprop_done, &q, 5000));
     assert_int_equal(q.status, MG_EIO);
     one_host_stop(o);

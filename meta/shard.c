@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shards as raft groups (DESIGN.md 5, 6; docs/ops.md). The meta thread owns
+ * one raft/ host and one group per shard: shard 0 (group 1) holds the
+ * manager's rows, data shards 1..n-1 (groups 2..n) split the bucket id space
+ * into equal ranges, so every bucket's rows (one contiguous key range) live in
+ * exactly one data shard.
+ *
+ * The Raft log is the only write-ahead log. apply() writes an entry's rows and
+ * the shard's applied index in ONE RocksDB write with the WAL off; the flusher
+ * (a timer plus a worker thread) records each shard's applied index A, flushes
+ * RocksDB's memtables, and then reports A as the group's durable index, so
+ * libraft never truncates an entry RocksDB may still lose. After kill -9
+ * RocksDB comes back at its last flush, restore() reads the applied index
+ * stored with it and the host replays the log above it. Replaying an entry
+ * twice is harmless: its rows are absolute puts and deletes computed on the
+ * leader, and a retire of a blob already freed is a logged no-op.
+ *
+ * Side effects of an entry run in apply, on every replica: retiring the blobs
+ * the op stopped referencing, and invalidating the bucket cache for the
+ * bucket rows it wrote.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#define MG_MODULE "meta"
+#include "meta/shard.h"
+
+#define FLUSH_TICK_MS 1000
+#define FLUSH_MAX_ENTRIES 20000 /* flush early when this many entries are not durable */
+#define FLUSH_MAX_AGE_MS 5000   /* and at least this often when anything is not durable */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ----------------------------------------------------------------- routing */
+
+struct meta__shard *meta__shard_of_key(struct meta__shards *ss, const void *k, size_t kl)
+{
+    const uint8_t *p = k;
+    if (kl == 0)
+        return NULL;
+    if (p[0] == META_K_SHARD0)
+        return &ss->shards[0];
+    uint64_t id;
+    if (p[0] == META_K_DATA && meta__key_bucket_of(k, kl, &id) == 0)
+        return meta__shard_of_bucket(ss, id);
+    return NULL;
+}
+
+struct meta__shard *meta__shard_of_bucket(struct meta__shards *ss, uint64_t bucket_id)
+{
+    for (unsigned i = 1; i < ss->n; i++)
+        if (bucket_id >= ss->shards[i].lo_id &&
+            (bucket_id < ss->shards[i].hi_id || ss->shards[i].hi_id == 0))
+            return &ss->shards[i];
+    return &ss->shards[1];
+}
+
+uint64_t meta__shards_bucket_id(struct meta__shards *ss, uint64_t n)
+{
+    unsigned data = ss->n - 1;
+    struct meta__shard *s = &ss->shards[1 + n % data];
+    return s->lo_id + n / data + 1;
+}
+
+static void layout(struct meta__shards *ss, unsigned data_shards)
+{
+    ss->n = data_shards + 1;
+    ss->shards[0].id = 0;
+    uint64_t span = UINT64_MAX / data_shards;
+    for (unsigned i = 1; i <= data_shards; i++) {
+        struct meta__shard *s = &ss->shards[i];
+        s->id = i;
+        s->lo_id = span * (i - 1);
+        s->hi_id = i == data_shards ? 0 : span * i; /* 0: to the end of the id space */
+    }
+    for (unsigned i = 0; i < ss->n; i++) {
+        ss->shards[i].ss = ss;
+        ss->shards[i].epoch = 1;
+    }
+}
+
+/* ------------------------------------------------------------------- apply */
+
+static void invalidate_bucket(struct meta_store *ms, struct mg_str key)
+{
+    struct mg_str name;
+    if (meta__key_bucket_decode(key.base, key.len, &name) != 0)
+        return;
+    struct meta_bucket_cache_slot *slot = meta__bucket_slot(ms, name);
+    pthread_mutex_lock(&slot->lock);
+    atomic_fetch_add(&ms->buckets.gen, 1);
+    slot->valid = 0;
+    pthread_mutex_unlock(&slot->lock);
+}
+
+static void side_effects(struct meta_store *ms, const void *buf, size_t len)
+{
+    size_t pos = 0;
+    struct meta_ws_record r;
+    while (meta__ws_next(buf, len, &pos, &r) == 1) {
+        if (r.type == META_WS_RETIRE) {
+            struct meta_extent e = {.ref = r.ref};
+            struct meta_data d = {.size = r.ref.length, .extents = &e, .nextents = 1};
+            meta__data_retire(ms, &d);
+        } else if (r.type == META_WS_PUT || r.type == META_WS_DEL) {
+            if (r.key.len > 1 && (uint8_t)r.key.base[0] == META_K_SHARD0 &&
+                r.key.base[1] == META_S0_BUCKET)
+                invalidate_bucket(ms, r.key);
+        }
+    }
+}
+
+static int on_apply(void *data, uint64_t index, const void *buf, size_t len, void **result)
+{
+    struct meta__shard *s = data;
+    struct meta_store *ms = s->ss->ms;
+    struct meta_ws_header h;
+    int rv = meta__ws_decode(buf, len, &h);
+    if (rv != 0 || h.shard_id != s->id) {
+        mg_log(MG_LOG_FATAL, "event=entry_corrupt shard=%u index=%llu len=%zu", s->id,
+               (unsigned long long)index, len);
+        return MG_ECORRUPT;
+    }
+    struct eng_batch *b = eng_batch_create();
+    size_t pos = 0;
+    struct meta_ws_record r;
+    while (meta__ws_next(buf, len, &pos, &r) == 1) {
+        if (r.type == META_WS_PUT)
+            eng_batch_put(b, ENG_CF_META, r.key.base, r.key.len, r.value.base, r.value.len);
+        else if (r.type == META_WS_DEL)
+            eng_batch_delete(b, ENG_CF_META, r.key.base, r.key.len);
+        else if (r.type == META_WS_DELRANGE)
+            eng_batch_delete_range(b, ENG_CF_META, r.key.base, r.key.len, r.value.base,
+                                   r.value.len);
+    }
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_applied(&k, s->id);
+    meta__put_u64(&v, index);
+    eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+    rv = eng_batch_commit(ms->db, b, 0);
+    eng_batch_destroy(b);
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    if (rv != 0) {
+        mg_log(MG_LOG_ERROR, "event=apply_failed shard=%u index=%llu err=%s", s->id,
+               (unsigned long long)index, mg_err_name(rv));
+        return rv;
+    }
+    s->applied = index;
+    atomic_fetch_add(&s->ss->applied_entries, 1);
+    side_effects(ms, buf, len);
+    *result = NULL;
+    return 0;
+}
+
+static uint64_t on_durable_index(void *data)
+{
+    struct meta__shard *s = data;
+    return s->durable;
+}
+
+static int on_restore(void *data, const struct mraft_snapshot_desc *desc, uint64_t *applied)
+{
+    struct meta__shard *s = data;
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_applied(&k, s->id);
+    int rv = eng_get(s->ss->ms->db, ENG_CF_META, k.base, k.len, &v);
+    uint64_t idx = 0;
+    if (rv == 0 && v.len == 8)
+        idx = meta__get_u64(v.base);
+    else if (rv != 0 && rv != MG_ENOTFOUND)
+        idx = 0;
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    if (rv != 0 && rv != MG_ENOTFOUND)
+        return rv;
+    s->applied = s->durable = idx;
+    *applied = idx;
+    mg_log(MG_LOG_INFO, "event=shard_restore shard=%u applied=%llu snapshot=%llu", s->id,
+           (unsigned long long)idx, (unsigned long long)(desc != NULL ? desc->index : 0));
+    return 0;
+}
+
+static int on_install(void *data, const struct mraft_snapshot_desc *desc, uint64_t *applied)
+{
+    (void)data, (void)desc, (void)applied;
+    return MG_EBUSY; /* single node: no peer to fetch a checkpoint from (issue 10) */
+}
+
+static const struct mraft_owner shard_owner = {
+    .apply = on_apply,
+    .durable_index = on_durable_index,
+    .restore = on_restore,
+    .install = on_install,
+};
+
+/* ----------------------------------------------------------------- flusher */
+
+static void flush_work(uv_work_t *w)
+{
+    struct meta__shards *ss = w->data;
+    ss->flush_rv = eng_db_flush(ss->ms->db);
+}
+
+static void flush_after(uv_work_t *w, int status)
+{
+    struct meta__shards *ss = w->data;
+    ss->flushing = 0;
+    ss->last_flush_ms = now_ms();
+    if (status != 0 || ss->flush_rv != 0) {
+        mg_log(MG_LOG_ERROR, "event=flush_failed err=%s",
+               ss->flush_rv != 0 ? mg_err_name(ss->flush_rv) : uv_err_name(status));
+        return;
+    }
+    for (unsigned i = 0; i < ss->n; i++)
+        if (ss->shards[i].flush_at > ss->shards[i].durable)
+            ss->shards[i].durable = ss->shards[i].flush_at;
+}
+
+static void flush_start(struct meta__shards *ss)
+{
+    assert(!ss->flushing);
+    for (unsigned i = 0; i < ss->n; i++)
+        ss->shards[i].flush_at = ss->shards[i].applied;
+    ss->flushing = 1;
+    ss->flush_work.data = ss;
+    int rv = uv_queue_work(&ss->rt->loop, &ss->flush_work, flush_work, flush_after);
+    if (rv != 0) {
+        ss->flushing = 0;
+        mg_log(MG_LOG_ERROR, "event=flush_queue_failed err=%s", uv_err_name(rv));
+    }
+}
+
+/* Budget: one RocksDB flush at most per tick; its cost (one L0 SST of what arrived since
+ * the last one) runs on a worker. A flush is due when FLUSH_MAX_ENTRIES entries are not
+ * durable (the log above the durable index stays bounded: ~20 MB at 1 KiB entries) or
+ * FLUSH_MAX_AGE_MS passed with anything not durable. meta.flusher = "hold" (a test switch)
+ * never flushes: everything replays from the log after kill -9. */
+static void on_flush_tick(uv_timer_t *t)
+{
+    struct meta__shards *ss = t->data;
+    if (ss->flushing || ss->ms->opts.flusher_hold)
+        return;
+    uint64_t lag = 0;
+    for (unsigned i = 0; i < ss->n; i++)
+        lag += ss->shards[i].applied - ss->shards[i].durable;
+    if (lag == 0)
+        return;
+    if (lag >= FLUSH_MAX_ENTRIES || now_ms() - ss->last_flush_ms >= FLUSH_MAX_AGE_MS)
+        flush_start(ss);
+}
+
+/* ---------------------------------------------------------------- open/close */
+
+/* meta.raft_listen unset (tests, tools): a free port on 127.0.0.1, asked of the kernel. The
+ * single voter never dials its own address, so the port only needs to be bindable now. */
+static void free_address(char *out, size_t n)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sa);
+    unsigned port = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    if (fd >= 0)
+        close(fd);
+    snprintf(out, n, "127.0.0.1:%u", port);
+}
+
+static int open_host(struct meta__shards *ss, char *errmsg)
+{
+    struct meta_store *ms = ss->ms;
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/raft", ms->data_dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(errmsg, 256, "cannot create %.200s: %s", dir, strerror(errno));
+        return MG_EIO;
+    }
+    if (ms->opts.raft_listen != NULL)
+        snprintf(ss->address, sizeof(ss->address), "%s", ms->opts.raft_listen);
+    else
+        free_address(ss->address, sizeof(ss->address));
+    const char *addr = ss->address;
+    struct mraft_host_config hc = {
+        .node_id = 1,
+        .address = addr,
+        .data_dir = dir,
+        .snapshot_threshold = 4096,
+        .max_pending = 4096,
+    };
+    int rv = mraft_host_create(&ss->rt->loop, &hc, &ss->host);
+    if (rv != 0)
+        snprintf(errmsg, 256, "raft host on %s: %s (meta.raft_listen)", addr, mg_err_name(rv));
+    return rv;
+}
+
+static int open_groups(struct meta__shards *ss, char *errmsg)
+{
+    struct mraft_voter voter = {.id = 1, .address = ss->address};
+    for (unsigned i = 0; i < ss->n; i++) {
+        struct meta__shard *s = &ss->shards[i];
+        struct mraft_group_config gc = {
+            .group_id = s->id + 1,
+            .voters = &voter,
+            .n_voters = 1,
+            .owner = &shard_owner,
+            .owner_data = s,
+        };
+        int rv = mraft_group_create(ss->host, &gc, &s->g);
+        if (rv != 0) {
+            snprintf(errmsg, 256, "raft group of shard %u: %s", s->id, mg_err_name(rv));
+            return rv;
+        }
+    }
+    return 0;
+}
+
+/* The number of data shards is fixed when the store is created (meta.initial_shards) and
+ * kept in the node-local rows; a later different setting is ignored with a log line. */
+static unsigned data_shard_count(struct meta_store *ms)
+{
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_sys_shards(&k);
+    unsigned want = ms->opts.initial_shards == 0 ? 1 : ms->opts.initial_shards;
+    if (want > META_SHARDS_MAX - 1)
+        want = META_SHARDS_MAX - 1;
+    unsigned n = want;
+    if (eng_get(ms->db, ENG_CF_META, k.base, k.len, &v) == 0 && v.len == 4) {
+        n = meta__get_u32(v.base);
+        if (n == 0 || n > META_SHARDS_MAX - 1)
+            n = 1;
+        if (n != want)
+            mg_log(MG_LOG_WARN, "event=initial_shards_ignored configured=%u stored=%u", want, n);
+    } else {
+        struct eng_batch *b = eng_batch_create();
+        v.len = 0;
+        meta__put_u32(&v, n);
+        eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+        if (eng_batch_commit(ms->db, b, 0) == 0)
+            eng_db_flush(ms->db);
+        eng_batch_destroy(b);
+    }
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    return n;
+}
+
+int meta__shards_open(struct meta__rt *rt, char *errmsg)
+{
+    struct meta__shards *ss = mg_calloc(1, sizeof(*ss));
+    ss->rt = rt;
+    ss->ms = rt->ms;
+    meta__ov_init(&ss->ov);
+    layout(ss, data_shard_count(rt->ms));
+    rt->shards = ss;
+    int rv = open_host(ss, errmsg);
+    if (rv == 0)
+        rv = open_groups(ss, errmsg);
+    if (rv != 0)
+        return rv;
+    uv_timer_init(&rt->loop, &ss->flush_timer);
+    ss->flush_timer.data = ss;
+    uv_timer_start(&ss->flush_timer, on_flush_tick, FLUSH_TICK_MS, FLUSH_TICK_MS);
+    ss->last_flush_ms = now_ms();
+    mg_log(MG_LOG_INFO, "event=shards_open shards=%u raft=%s rocksdb_wal=off flusher=%s", ss->n,
+           ss->address, rt->ms->opts.flusher_hold ? "hold" : "on");
+    return 0;
+}
+
+static void (*closed_cb)(struct meta__rt *rt);
+
+static void on_host_closed(struct mraft_host *h, void *data)
+{
+    (void)h;
+    struct meta__shards *ss = data;
+    struct meta__rt *rt = ss->rt;
+    meta__ov_close(&ss->ov);
+    mg_free(ss);
+    rt->shards = NULL;
+    if (closed_cb != NULL)
+        closed_cb(rt);
+}
+
+static void close_host(struct meta__shards *ss)
+{
+    if (ss->host != NULL)
+        mraft_host_destroy(ss->host, on_host_closed, ss);
+    else
+        on_host_closed(NULL, ss);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    close_host(h->data);
+}
+
+void meta__shards_close(struct meta__shards *ss, void (*on_closed)(struct meta__rt *rt))
+{
+    closed_cb = on_closed;
+    ss->closing = 1;
+    /* Graceful: everything applied becomes durable, so the next start replays nothing. */
+    if (!ss->ms->opts.flusher_hold && eng_db_flush(ss->ms->db) == 0)
+        for (unsigned i = 0; i < ss->n; i++)
+            ss->shards[i].durable = ss->shards[i].applied;
+    if (ss->flush_timer.loop != NULL)
+        uv_close((uv_handle_t *)&ss->flush_timer, on_timer_closed);
+    else
+        close_host(ss); /* open failed before the timer existed */
+}
+
+/* ---------------------------------------------------------------- proposals */
+
+/* One entry in flight. */
+struct pending {
+    struct mraft_propose req;
+    struct meta__shards *ss;
+    struct meta__shard *s;
+    uint64_t seq;
+    struct mg_buf entry;
+    struct meta_op *op;       /* completed when the last entry of the chain commits */
+    struct pending *next;     /* the op's next entry (proposed after this one commits) */
+};
+
+static void pending_free(struct pending *p)
+{
+    mg_buf_close(&p->entry);
+    mg_free(p);
+}
+
+static void chain_free(struct pending *p)
+{
+    while (p != NULL) {
+        struct pending *next = p->next;
+        pending_free(p);
+        p = next;
+    }
+}
+
+static int submit(struct pending *p);
+
+/* Run parked ops in order while they can run: ops that need quiescence only when nothing
+ * is in flight, the others at once (they were parked only to keep their order). */
+static void run_parked(struct meta__shards *ss)
+{
+    while (ss->parked_head != NULL) {
+        struct meta__op_priv *q = ss->parked_head;
+        if (!meta__op_exec_parked_ready(ss->rt, q->op))
+            return;
+        ss->parked_head = q->next;
+        if (ss->parked_head == NULL)
+            ss->parked_tail = NULL;
+        q->next = NULL;
+        meta__op_exec_now(ss->rt, q->op);
+    }
+}
+
+static int map_raft_err(int rv)
+{
+    switch (rv) {
+    case MG_EBUSY:
+    case MG_ENOTLEADER:
+        return MG_ESLOWDOWN;
+    case MG_ENOSPC:
+    case MG_ESHUTDOWN:
+        return rv;
+    default:
+        return MG_EIO;
+    }
+}
+
+static void on_proposed(struct mraft_propose *req, int status, uint64_t index, uint64_t hint,
+                        void *result)
+{
+    (void)index, (void)hint, (void)result;
+    struct pending *p = req->data;
+    struct meta__shards *ss = p->ss;
+    assert(ss->inflight > 0);
+    ss->inflight--;
+    if (status == 0) {
+        size_t pos = 0;
+        struct meta_ws_record r;
+        while (meta__ws_next(p->entry.base, p->entry.len, &pos, &r) == 1)
+            meta__ov_applied(&ss->ov, &r, p->seq);
+    } else {
+        /* Appended but the outcome is unknown (DESIGN.md 6): the entry may still apply
+         * (after a restart, from the log), so nothing is freed; the overlay is rebuilt
+         * from committed state. */
+        mg_log(MG_LOG_ERROR, "event=proposal_failed shard=%u err=%s", p->s->id,
+               mg_err_name(status));
+        meta__ov_clear(&ss->ov);
+    }
+    struct pending *next = p->next;
+    struct meta_op *op = p->op;
+    p->next = NULL;
+    pending_free(p);
+    if (status == 0 && next != NULL) {
+        int rv = submit(next);
+        if (rv != 0) {
+            chain_free(next);
+            meta__op_complete(op, map_raft_err(rv));
+        }
+    } else {
+        chain_free(next);
+        if (op != NULL)
+            meta__op_complete(op, status == 0 ? 0 : map_raft_err(status));
+    }
+    run_parked(ss);
+}
+
+static int submit(struct pending *p)
+{
+    struct meta__shards *ss = p->ss;
+    if (ss->closing)
+        return MG_ESHUTDOWN;
+    p->req.data = p;
+    int rv = mraft_group_propose(p->s->g, &p->req, p->entry.base, p->entry.len, on_proposed,
+                                 NULL);
+    if (rv != 0)
+        return rv;
+    ss->inflight++;
+    p->s->proposals++;
+    size_t pos = 0;
+    struct meta_ws_record r;
+    while (meta__ws_next(p->entry.base, p->entry.len, &pos, &r) == 1)
+        meta__ov_add(&ss->ov, &r, p->seq);
+    return 0;
+}
+
+/* Split ws by shard: entry i of the chain holds the rows of one shard; retires ride with
+ * the first data shard's entry (else shard 0's). Data shards come first: a bucket's own
+ * rows (its attribute row) are written before the bucket table names it and removed
+ * before the name goes, so a crash between the two leaves at worst an unnamed attribute
+ * row, never a name without its bucket. */
+static struct pending *split(struct meta__shards *ss, struct meta_op *op, struct meta_ws *ws)
+{
+    struct meta_ws *per[META_SHARDS_MAX] = {0};
+    size_t pos = 0;
+    struct meta_ws_record r;
+    struct meta__shard *first_data = NULL;
+    while (meta__ws_next_builder(ws, &pos, &r) == 1) {
+        if (r.type == META_WS_RETIRE)
+            continue;
+        struct meta__shard *s = meta__shard_of_key(ss, r.key.base, r.key.len);
+        assert(s != NULL);
+        if (s->id != 0 && first_data == NULL)
+            first_data = s;
+        if (per[s->id] == NULL)
+            per[s->id] = meta__ws_create();
+        meta__ws_add(per[s->id], &r);
+    }
+    struct meta__shard *rs = first_data != NULL ? first_data : &ss->shards[0];
+    pos = 0;
+    while (meta__ws_next_builder(ws, &pos, &r) == 1)
+        if (r.type == META_WS_RETIRE) {
+            if (per[rs->id] == NULL)
+                per[rs->id] = meta__ws_create();
+            meta__ws_add(per[rs->id], &r);
+        }
+    struct pending *head = NULL, **tail = &head;
+    for (unsigned k = 0; k < ss->n; k++) {
+        unsigned i = k + 1 < ss->n ? k + 1 : 0; /* data shards, then shard 0 */
+        if (per[i] == NULL)
+            continue;
+        struct pending *p = mg_calloc(1, sizeof(*p));
+        p->ss = ss;
+        p->s = &ss->shards[i];
+        p->seq = ++ss->seq;
+        p->op = op;
+        mg_buf_init(&p->entry);
+        struct meta_ws_header h = {
+            .request_id = op->in.request_id,
+            .shard_id = i,
+            .range_epoch = p->s->epoch,
+            .timestamp_ms = meta__now_ms(),
+        };
+        meta__ws_encode(per[i], &h, &p->entry);
+        meta__ws_destroy(per[i]);
+        *tail = p;
+        tail = &p->next;
+    }
+    return head;
+}
+
+int meta__shards_propose(struct meta__shards *ss, struct meta_op *op, struct meta_ws *ws)
+{
+    struct pending *chain = split(ss, op, ws);
+    meta__ws_destroy(ws);
+    if (chain == NULL) {
+        meta__op_complete(op, 0);
+        return 0;
+    }
+    int rv = submit(chain);
+    if (rv != 0) {
+        chain_free(chain);
+        return map_raft_err(rv);
+    }
+    return 0;
+}
+
+/* Park op until no entry is in flight (ops that scan ranges read committed state only). */
+void meta__shards_park(struct meta__shards *ss, struct meta_op *op)
+{
+    meta__fifo_push(&ss->parked_head, &ss->parked_tail, op->priv);
+}

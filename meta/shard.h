@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * meta/ internals: shards as raft groups (docs/ops.md). shard.c owns the raft
+ * host on the meta thread, one group per shard, the route table (key range
+ * -> shard), the apply hook (an entry's rows plus the shard's applied index in
+ * one RocksDB write, then its side effects), the flusher that makes RocksDB
+ * durable up to an index (the group's durable index: libraft truncates no
+ * entry above it) and the proposal of write sets. overlay.c owns the
+ * pending-write overlay. Everything here runs on the meta thread.
+ */
+#ifndef MG_META_SHARD_H
+#define MG_META_SHARD_H
+
+#include "meta/op.h"
+#include "meta/wset.h"
+#include "raft/raft.h"
+
+#define META_SHARDS_MAX 64 /* shard 0 + data shards (meta.initial_shards <= 63) */
+
+/* --------------------------------------------------------------- overlay */
+
+struct ov_row;
+struct ov_range;
+struct meta_overlay {
+    struct ov_row **slots;  /* power-of-two hash table */
+    size_t nslots;
+    size_t nrows;
+    struct ov_range *ranges; /* pending range deletes, newest first */
+};
+
+enum { META_OV_MISS = 0, META_OV_FOUND = 1, META_OV_DELETED = 2 };
+
+void meta__ov_init(struct meta_overlay *ov);
+void meta__ov_close(struct meta_overlay *ov);
+/* Drop every pending row (an entry's outcome became unknown). */
+void meta__ov_clear(struct meta_overlay *ov);
+/* Record a proposed row of entry seq. */
+void meta__ov_add(struct meta_overlay *ov, const struct meta_ws_record *rec, uint64_t seq);
+/* Entry seq was applied: drop its rows unless a later entry rewrote them. */
+void meta__ov_applied(struct meta_overlay *ov, const struct meta_ws_record *rec, uint64_t seq);
+/* META_OV_MISS (ask RocksDB), META_OV_FOUND (value in val, replaced), META_OV_DELETED. */
+int meta__ov_get(const struct meta_overlay *ov, const void *k, size_t kl, struct mg_buf *val);
+
+/* ---------------------------------------------------------------- shards */
+
+struct meta__shard {
+    uint32_t id;                /* 0: manager; 1..n-1: data shards */
+    uint64_t lo_id, hi_id;      /* data shards: bucket ids [lo_id, hi_id) */
+    uint32_t epoch;             /* range epoch (bumped by splits, issue 10) */
+    struct mraft_group *g;
+    struct meta__shards *ss;
+    uint64_t applied;           /* last index applied to RocksDB */
+    uint64_t durable;           /* last index RocksDB holds on disk (the flusher's) */
+    uint64_t flush_at;          /* applied index when the running flush started */
+    uint64_t proposals;         /* proposed entries (metrics) */
+};
+
+struct meta__shards {
+    struct meta__rt *rt;
+    struct meta_store *ms;
+    struct mraft_host *host;
+    char address[64];           /* the raft host's "a.b.c.d:port" */
+    struct meta__shard shards[META_SHARDS_MAX];
+    unsigned n;
+    struct meta_overlay ov;
+    uint64_t seq;               /* last entry sequence number handed out */
+    uint64_t inflight;          /* entries proposed, callback not yet run */
+    struct meta__op_priv *parked_head, *parked_tail; /* ops waiting for inflight == 0 */
+    uv_timer_t flush_timer;
+    uv_work_t flush_work;
+    int flushing;
+    int flush_rv;
+    int64_t last_flush_ms;
+    int closing;
+    atomic_uint_fast64_t applied_entries; /* metrics */
+};
+
+/* Open the host and every group (replaying the log above RocksDB's applied indexes).
+ * On the meta thread, before it serves. Returns 0, MG_ECONFIG, MG_EIO, MG_ECORRUPT. */
+int meta__shards_open(struct meta__rt *rt, char *errmsg);
+/* Flush RocksDB, close the groups and the host; on_closed runs when all is released. */
+void meta__shards_close(struct meta__shards *ss, void (*on_closed)(struct meta__rt *rt));
+
+/* The shard owning a row key; NULL for node-local rows. */
+struct meta__shard *meta__shard_of_key(struct meta__shards *ss, const void *k, size_t kl);
+/* The shard a bucket id lives in. */
+struct meta__shard *meta__shard_of_bucket(struct meta__shards *ss, uint64_t bucket_id);
+/* Bucket id for the n-th bucket ever created (n >= 0): spread over the data shards. */
+uint64_t meta__shards_bucket_id(struct meta__shards *ss, uint64_t n);
+
+/* Propose op's write set: one entry per shard touched, data shards first, shard 0 last,
+ * each after the previous committed. Returns 0: meta__op_complete(op, ...) runs once the
+ * last entry committed (or with an error if one failed after it was appended: the outcome
+ * is then unknown, nothing is freed). Errors before anything was appended (nothing to
+ * undo but the op's new data): MG_ESLOWDOWN (queues full), MG_ENOSPC, MG_ESHUTDOWN. Takes
+ * ws. */
+int meta__shards_propose(struct meta__shards *ss, struct meta_op *op, struct meta_ws *ws);
+/* Hold op until no entry is in flight, then execute it (ops that scan ranges). */
+void meta__shards_park(struct meta__shards *ss, struct meta_op *op);
+
+#endif
