@@ -39,11 +39,21 @@ enum eng_compaction {
 int eng_compaction_parse(const char *s, size_t len, enum eng_compaction *out);
 const char *eng_compaction_name(enum eng_compaction c);
 
+/* How many leading bytes of key (of column family cf) name the delete tracker's range for it;
+ * more than 48 counts as 48. The layout owner (meta/key.c) knows which bytes cluster: for
+ * 0x03 · bucket · 'M' · parent · name, the 18-byte prefix plus a few name bytes; for due rows
+ * 0x03 · bucket · 'D' · due-ms · key, the 10-byte prefix plus the top bytes of due-ms. Called on
+ * the committing thread under the tracker's lock, once per delete: pure and fast, no engine
+ * calls. */
+typedef size_t (*eng_tracker_range_cb)(enum eng_cf cf, const void *key, size_t len, void *arg);
+
 /* The delete tracker's knobs (ENG_COMPACTION_LOCALITY; engine/tracker.c has the design). A
- * range is the set of keys of one CF sharing their first prefix_len bytes. Every field left 0
- * takes its default. */
+ * range is the set of keys of one CF sharing their first range_len() (or prefix_len) bytes.
+ * Every field left 0 takes its default. */
 struct eng_tracker_opts {
     uint32_t prefix_len;          /* key bytes naming a range (default 22, at most 48) */
+    eng_tracker_range_cb range_len; /* per-key range length instead of prefix_len, or NULL */
+    void *range_arg;                /* passed to range_len */
     uint32_t ranges_max;          /* ranges tracked at once (default 1024) */
     uint32_t window_ms;           /* sliding window for the count trigger (default 10000) */
     uint32_t trigger_deletes;     /* deletes in the window that trigger (default 4096) */

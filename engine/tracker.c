@@ -11,16 +11,22 @@
  * threshold one background worker runs CompactRange over the span of keys
  * actually deleted there (not the whole bucket), at a bounded rate.
  *
- * Ranges. A range is (column family, the key's first prefix_len bytes). With
- * the meta CF's layout, 0x03 · bucket-id(8) · 'M' · parent-id(8) · name, the
- * default 22 is the 18-byte entry prefix plus the first 4 bytes of the name:
+ * Ranges. A range is (column family, the key's first prefix_len bytes), or
+ * as many bytes as the caller's range_len classifier says for that key (the
+ * layout owner knows which bytes cluster per table). With the meta CF's
+ * layout, 0x03 · bucket-id(8) · 'M' · parent-id(8) · name, the default 22 is
+ * the 18-byte entry prefix plus the first 4 bytes of the name:
  * timestamp-prefixed names (logs/2026-..., 1733..., 2026/12/...) that expire
  * together share those bytes and land in one range, and two prefixes of one
  * bucket (logs/ and tmp/) stay apart, so compacting one never rewrites the
  * other. What gets compacted is [min, max] of the keys deleted in the range
  * since its last compaction, kept as 64-byte truncations (a truncated min is
  * still <= the key; a truncated max is widened to its successor), so a range
- * costs a fixed-size record and the hot path never allocates.
+ * costs a fixed-size record and the hot path never allocates. A due row,
+ * 0x03 · bucket-id · 'D' · due-ms(8) · key, needs another length (10 bytes
+ * plus the top 5 bytes of due-ms: one range per 2^24 ms, ~4.7 hours, of due
+ * times): with 22, every due time would be its own range and none would ever
+ * trigger; that is what range_len is for (meta sets it).
  *
  * Bounds (STYLE.md 7a): at most ranges_max ranges (default 1024) in an open-
  * addressing table of twice that many ~240-byte records (~0.5 MiB); when it
@@ -177,6 +183,15 @@ static struct trk_range *range_get(struct eng__tracker *t, enum eng_cf cf, const
     }
 }
 
+/* How many leading bytes of key name its range: the caller's classifier or prefix_len, capped
+ * at TRK_PREFIX_MAX and the key's length. */
+static size_t range_len(const struct eng__tracker *t, enum eng_cf cf, const void *key, size_t kl)
+{
+    size_t n = t->o.range_len ? t->o.range_len(cf, key, kl, t->o.range_arg) : t->o.prefix_len;
+    n = n < TRK_PREFIX_MAX ? n : TRK_PREFIX_MAX;
+    return n < kl ? n : kl;
+}
+
 /* Move r's window to epoch, dropping the sub-windows that fell out of it. */
 static void window_advance(struct trk_range *r, uint64_t epoch)
 {
@@ -195,7 +210,7 @@ static void window_advance(struct trk_range *r, uint64_t epoch)
 static void note(struct eng__tracker *t, enum eng_cf cf, const uint8_t *key, size_t kl,
                  const uint8_t *hi, size_t hl, uint32_t n)
 {
-    size_t plen = kl < t->o.prefix_len ? kl : t->o.prefix_len;
+    size_t plen = range_len(t, cf, key, kl);
     struct trk_range *r = t->last;
     assert(cf < ENG_CF__COUNT && n > 0);
     if (r == NULL || r->cf != cf || r->plen != plen || memcmp(r->prefix, key, plen) != 0)
@@ -524,7 +539,7 @@ int eng__tracker_span_get(struct eng__tracker *t, enum eng_cf cf, const void *ke
 {
     int rv = MG_ENOTFOUND;
     pthread_mutex_lock(&t->mu);
-    struct trk_range *r = range_get(t, cf, key, klen < t->o.prefix_len ? klen : t->o.prefix_len, 0);
+    struct trk_range *r = range_get(t, cf, key, range_len(t, cf, key, klen), 0);
     if (r != NULL && r->pending > 0) {
         span_fill(r, clock_ms(CLOCK_MONOTONIC_COARSE), out);
         rv = 0;

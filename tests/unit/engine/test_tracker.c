@@ -277,6 +277,48 @@ static void test_span_bounds(void **state)
     eng__tracker_destroy(t);
 }
 
+/* The layout owner's classifier: due rows (table 'D') cluster by the top 5 bytes of due-ms. */
+static size_t on_range_len(enum eng_cf cf, const void *key, size_t len, void *arg)
+{
+    const uint8_t *k = key;
+    (void)cf;
+    (void)arg;
+    return len > 9 && k[9] == 'D' ? 10 + 5 : 22;
+}
+
+/* Due rows 0x03 · bucket · 'D' · due-ms · key, one per second of due time: with the classifier
+ * they are one range and trigger; with the fixed 22-byte prefix each is a range of its own. */
+static void test_range_classifier(void **state)
+{
+    struct fix *f = *state;
+    const uint64_t base = (1733000000000ull & ~((1ull << 24) - 1)) + 1000; /* one 2^24 slot */
+    for (int use = 1; use >= 0; use--) {
+        struct eng_tracker_opts to = {
+            .trigger_deletes = 500, .age_ms = 60000, .range_len = use ? on_range_len : NULL};
+        open_db(f, ENG_COMPACTION_LOCALITY, &to);
+        struct eng_batch *b = eng_batch_create();
+        for (uint32_t i = 0; i < 1000; i++) {
+            char k[KEY_MAX];
+            uint64_t due = base + i * 1000ull;
+            size_t kl = mkey(k, 1, i); /* the 0x03 · bucket prefix, then the due row's own */
+            k[9] = 'D';
+            for (int j = 0; j < 8; j++)
+                k[10 + j] = (char)(due >> (56 - 8 * j));
+            eng_batch_delete(b, ENG_CF_META, k, kl);
+        }
+        assert_int_equal(eng_batch_commit(f->db, b, 0), 0);
+        eng_batch_destroy(b);
+        struct eng_db_stats s = stats(f->db);
+        assert_int_equal(s.tracker_ranges, use ? 1 : 1000);
+        if (use) {
+            wait_compactions(f->db, 1, 5000);
+        } else {
+            usleep(300 * 1000);
+            assert_int_equal(stats(f->db).tracker_compactions, 0);
+        }
+    }
+}
+
 /* A few deletes scattered over many ranges never trigger, and the sweep forgets them. */
 static void test_scattered_few(void **state)
 {
@@ -569,6 +611,7 @@ int test_tracker_run(void)
         cmocka_unit_test_setup_teardown(test_dense_fires, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_range, setup, teardown),
         cmocka_unit_test_setup_teardown(test_span_bounds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_range_classifier, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scattered_few, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ranges_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate_count, setup, teardown),
