@@ -617,6 +617,42 @@ static void test_reopen_reclaims(void **state)
     free(data);
 }
 
+/* foreach collects refs into a growable array. */
+struct seen {
+    struct eng_blob_ref *r; /* refs visited (malloc'ed) */
+    int n;                  /* count */
+    int cap;                /* allocated */
+    int stop_after;         /* return 7 after this many (0: never) */
+};
+
+static int on_visit(void *ctx, const struct eng_blob_ref *ref)
+{
+    struct seen *s = ctx;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 64;
+        s->r = realloc(s->r, (size_t)s->cap * sizeof *s->r);
+    }
+    s->r[s->n++] = *ref;
+    return s->stop_after > 0 && s->n == s->stop_after ? 7 : 0;
+}
+
+static int ref_cmp(const void *a, const void *b)
+{
+    const struct eng_blob_ref *x = a, *y = b;
+    if (x->segment != y->segment)
+        return x->segment < y->segment ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Every live blob, sorted (caller frees s.r). */
+static struct seen collect(struct eng_blobstore *bs)
+{
+    struct seen s = {.n = 0};
+    assert_int_equal(eng_blob_foreach(bs, on_visit, &s), 0);
+    qsort(s.r, (size_t)s.n, sizeof *s.r, ref_cmp);
+    return s;
+}
+
 /* In a forked child: open the store at dir (the test's options) or exit 1. */
 static struct eng_blobstore *child_open(const char *dir)
 {
@@ -696,6 +732,13 @@ static void test_kill9(void **state)
         check_blob(f->bs, &refs[i], data, refs[i].length);
     }
     assert_int_equal(count_tmp_files(f), 0);
+    /* The walk survives what the kill left (a reserved region, a record without its live
+     * header): every acknowledged blob is enumerated (the one in flight may be, as an orphan). */
+    struct seen s = collect(f->bs);
+    for (int i = 0; i < acked; i++)
+        assert_non_null(bsearch(&refs[i], s.r, (size_t)s.n, sizeof *s.r, ref_cmp));
+    assert_true(s.n <= acked + 1);
+    free(s.r);
     free(data);
     free(refs);
     free(seeds);
@@ -815,6 +858,8 @@ struct burst_arg {
     int finishes;              /* prober: finishes timed */
     int slow;                  /* prober: finishes over 50 ms */
     double max_ms;             /* prober: slowest finish */
+    double slow_ms;            /* prober: time spent in finishes over 50 ms */
+    double max_cpu_ms;         /* prober: most thread CPU time one finish used */
 };
 
 static void *on_burst_writer(void *arg)
@@ -829,11 +874,16 @@ static void *on_burst_writer(void *arg)
     return NULL;
 }
 
-static double now_ms(void)
+static double clock_ms(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double now_ms(void)
+{
+    return clock_ms(CLOCK_MONOTONIC);
 }
 
 /* A writer timing each eng_blob_writer_finish of a 4 KiB blob until told to stop. */
@@ -850,13 +900,16 @@ static void *on_prober(void *arg)
             a->failures++;
             break;
         }
-        double t0 = now_ms();
+        double t0 = now_ms(), c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
         int rv = eng_blob_writer_finish(w, &ref);
-        double ms = now_ms() - t0;
+        double ms = now_ms() - t0, cpu = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
+        if (cpu > a->max_cpu_ms)
+            a->max_cpu_ms = cpu;
         if (rv != 0)
             a->failures++;
         a->finishes++;
         a->slow += ms > 50.0;
+        a->slow_ms += ms > 50.0 ? ms : 0;
         if (ms > a->max_ms)
             a->max_ms = ms;
         eng_blob_free(a->bs, &ref);
@@ -864,16 +917,35 @@ static void *on_prober(void *arg)
     return NULL;
 }
 
-/* 100,000 retires in a burst: retire returns at once, the reaper frees them all in the
- * background, and a concurrent writer's finish is never stalled behind it. */
-static void test_retire_burst(void **state)
+/* Start the prober on p; it runs until probe_stop. */
+static void probe_start(struct eng_blobstore *bs, atomic_int *stop, pthread_t *pt,
+                        struct burst_arg *p)
 {
-    struct fix *f = *state;
+    *p = (struct burst_arg){.bs = bs, .stop = stop};
+    atomic_store(stop, 0);
+    assert_int_equal(pthread_create(pt, NULL, on_prober, p), 0);
+}
+
+static void probe_stop(atomic_int *stop, pthread_t pt, const struct burst_arg *p,
+                       const char *what)
+{
+    atomic_store(stop, 1);
+    pthread_join(pt, NULL);
+    assert_int_equal(p->failures, 0);
+    printf("# burst %s: prober %d finishes, %d over 50 ms (%.0f ms in all), max %.1f ms, "
+           "max CPU %.2f ms\n",
+           what, p->finishes, p->slow, p->slow_ms, p->max_ms, p->max_cpu_ms);
+}
+
+/* One attempt: write BURST blobs, probe a baseline, retire them all at once while probing,
+ * wait for the reaper. Returns 1 if the prober stayed within the bound. */
+static int burst_attempt(struct fix *f)
+{
     enum { THREADS = 25 };
     struct eng_blob_ref *refs = calloc(BURST, sizeof *refs);
-    pthread_t th[THREADS];
-    struct burst_arg a[THREADS];
-    atomic_int stop = 0;
+    pthread_t th[THREADS], pt;
+    struct burst_arg a[THREADS], base, p;
+    atomic_int stop;
     double t0 = now_ms();
     for (int i = 0; i < THREADS; i++) {
         a[i] = (struct burst_arg){.bs = f->bs, .refs = refs + i * (BURST / THREADS),
@@ -887,36 +959,85 @@ static void test_retire_burst(void **state)
     double t_write = now_ms() - t0;
     struct eng_blob_stats st0, st1;
     eng_blob_stats_get(f->bs, &st0);
-    struct burst_arg p = {.bs = f->bs, .stop = &stop};
-    pthread_t pt;
-    assert_int_equal(pthread_create(&pt, NULL, on_prober, &p), 0);
+    probe_start(f->bs, &stop, &pt, &base); /* nothing to reap: the machine's own noise */
+    usleep(1500 * 1000);
+    probe_stop(&stop, pt, &base, "baseline");
+    probe_start(f->bs, &stop, &pt, &p);
     usleep(20 * 1000);
     t0 = now_ms();
     for (int i = 0; i < BURST; i++)
         eng_blob_retire(f->bs, &refs[i]);
     double t_retire = now_ms() - t0;
-    wait_reaped(f->bs, BURST, 0);
+    wait_reaped(f->bs, st0.reaped + BURST, 0);
     double t_drain = now_ms() - t0;
     usleep(20 * 1000);
-    atomic_store(&stop, 1);
-    pthread_join(pt, NULL);
+    probe_stop(&stop, pt, &p, "while reaping");
     eng_blob_stats_get(f->bs, &st1);
     printf("# burst: %d x 100 B written in %.0f ms; retired in %.1f ms, reaped in %.0f ms; "
-           "prober: %d finishes, %d over 50 ms, max %.1f ms; segments %" PRIu64 " -> %" PRIu64
-           ", disk %" PRIu64 " -> %" PRIu64 " KiB\n",
-           BURST, t_write, t_retire, t_drain, p.finishes, p.slow, p.max_ms, st0.segments,
-           st1.segments, st0.disk_bytes >> 10, st1.disk_bytes >> 10);
-    assert_int_equal(p.failures, 0);
+           "segments %" PRIu64 " -> %" PRIu64 ", disk %" PRIu64 " -> %" PRIu64 " KiB\n",
+           BURST, t_write, t_retire, t_drain, st0.segments, st1.segments, st0.disk_bytes >> 10,
+           st1.disk_bytes >> 10);
     assert_true(p.finishes >= 10);
-    /* Generous: the machine is shared, so allow 1% of finishes past 50 ms (a slow fdatasync),
-     * but none past 500 ms (a reaper holding the writers' lock for its backlog: seconds). */
-    assert_true(p.slow <= p.finishes / 100 + 1);
-    assert_true(p.max_ms < 500.0);
     assert_true(t_retire < 1000.0);
     assert_int_equal(st1.reaped - st0.reaped, BURST);
     assert_true(st1.segments <= 2);
     assert_true(st1.disk_bytes + 10 * SEG_BYTES <= st0.disk_bytes);
     free(refs);
+    /* No finish does the reaper's work: its own CPU time stays at a few ms at most (a finish
+     * is ~0.05 ms of CPU; 100,000 frees on the writer's path are ~300 ms of it). This part is
+     * immune to a slow shared disk, which stalls a finish off-CPU. */
+    assert_true(p.max_cpu_ms < 20.0);
+    /* Wall clock, generous: allow 1% of finishes past 50 ms (a slow fdatasync on a shared
+     * disk), none past 500 ms (a reaper holding the writers' lock through its backlog). */
+    return p.slow <= p.finishes / 100 + 1 && p.max_ms < 500.0;
+}
+
+/* 100,000 retires in a burst: retire returns at once, the reaper frees them all in the
+ * background, and a concurrent writer's finish is never stalled behind it. The timing bound
+ * is retried (3 attempts) because the machine is shared: a reaper that stalls writers fails
+ * every attempt, a noisy neighbour's fsync storm rarely three in a row. */
+static void test_retire_burst(void **state)
+{
+    struct fix *f = *state;
+    int ok = 0;
+    for (int attempt = 0; attempt < 3 && !ok; attempt++)
+        ok = burst_attempt(f);
+    assert_true(ok);
+}
+
+/* Backpressure: past ENG_BLOB_RETIRE_BACKLOG_MAX retires are still accepted (never dropped,
+ * never freed early) but counted, and the backlog says so; then the reaper drains it. */
+static void test_retire_backpressure(void **state)
+{
+    struct fix *f = *state;
+    enum { N = ENG_BLOB_RETIRE_BACKLOG_MAX + 40000 };
+    struct eng_blob_ref keep;
+    char data[100];
+    test_fill(data, sizeof data, 3);
+    assert_int_equal(write_blob(f->bs, data, sizeof data, sizeof data, sizeof data, &keep), 0);
+    assert_int_equal(eng_blob_pin(f->bs, &keep), 0);
+    eng_blob_retire(f->bs, &keep); /* pinned: waits however long the burst takes */
+    size_t peak = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        /* Refs naming no segment: a free of one is a cheap no-op, so this measures the queue. */
+        struct eng_blob_ref r = {.segment = 1u << 30 | i, .offset = 112, .length = 1};
+        eng_blob_retire(f->bs, &r);
+        if (i % 1024 == 0) {
+            size_t b = eng_blob_retire_backlog(f->bs);
+            peak = b > peak ? b : peak;
+        }
+    }
+    struct eng_blob_stats st;
+    eng_blob_stats_get(f->bs, &st);
+    printf("# backpressure: %u retires, backlog peak %zu, over the limit %" PRIu64 "\n",
+           (unsigned)N, peak, st.retire_over_limit);
+    assert_true(peak >= ENG_BLOB_RETIRE_BACKLOG_MAX);
+    assert_true(st.retire_over_limit > 0);
+    wait_reaped(f->bs, N, 1);
+    check_blob(f->bs, &keep, data, sizeof data);
+    eng_blob_unpin(f->bs, &keep);
+    wait_reaped(f->bs, N + 1, 0);
+    assert_int_equal(eng_blob_read(f->bs, &keep, 0, data, sizeof data), MG_ECORRUPT);
 }
 
 /* Segment numbers are never reused: not after the highest-numbered file is unlinked and the
@@ -986,38 +1107,14 @@ static void test_segno_never_reused(void **state)
     free(data);
 }
 
-/* foreach collects into a sorted set. */
-struct seen {
-    struct eng_blob_ref r[64]; /* refs visited */
-    int n;                     /* count */
-    int stop_after;            /* return 1 after this many (0: never) */
-};
-
-static int on_visit(void *ctx, const struct eng_blob_ref *ref)
-{
-    struct seen *s = ctx;
-    assert_true(s->n < 64);
-    s->r[s->n++] = *ref;
-    return s->stop_after > 0 && s->n == s->stop_after ? 7 : 0;
-}
-
-static int ref_cmp(const void *a, const void *b)
-{
-    const struct eng_blob_ref *x = a, *y = b;
-    if (x->segment != y->segment)
-        return x->segment < y->segment ? -1 : 1;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
-}
-
 static void check_seen(struct eng_blobstore *bs, struct eng_blob_ref *live, int nlive)
 {
-    struct seen s = {.n = 0};
-    assert_int_equal(eng_blob_foreach(bs, on_visit, &s), 0);
+    struct seen s = collect(bs);
     assert_int_equal(s.n, nlive);
-    qsort(s.r, (size_t)s.n, sizeof *s.r, ref_cmp);
     qsort(live, (size_t)nlive, sizeof *live, ref_cmp);
     for (int i = 0; i < nlive; i++)
         assert_memory_equal(&s.r[i], &live[i], sizeof *live);
+    free(s.r);
 }
 
 /* foreach sees exactly the live blobs: shared (several segments, empty blobs, blobs shorter
@@ -1058,6 +1155,7 @@ static void test_foreach(void **state)
     struct seen s = {.stop_after = 3};
     assert_int_equal(eng_blob_foreach(f->bs, on_visit, &s), 7);
     assert_int_equal(s.n, 3);
+    free(s.r);
     assert_int_equal(bs_reopen(f), 0);
     check_seen(f->bs, live, nlive);
     free(data);
@@ -1104,9 +1202,16 @@ int test_blob_run(void)
         cmocka_unit_test_setup_teardown(test_pin_retire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pinned_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retire_burst, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retire_backpressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_segno_never_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_old_format_refused, setup, teardown),
     };
-    return cmocka_run_group_tests_name("engine/blob", tests, NULL, NULL);
+    /* TEST_BLOB_FILTER=test_foreach (a cmocka glob) runs only the matching tests. */
+    const char *filter = getenv("TEST_BLOB_FILTER");
+    if (filter != NULL)
+        cmocka_set_test_filter(filter);
+    int failed = cmocka_run_group_tests_name("engine/blob", tests, NULL, NULL);
+    cmocka_set_test_filter(NULL);
+    return failed;
 }
