@@ -59,8 +59,13 @@ struct meta_opts {
     unsigned initial_shards;    /* data shards of a new store (0: 1); the bucket id space is
                                    split into equal ranges, buckets spread over them */
     enum eng_compaction compaction; /* engine.compaction ablation switch (default: locality) */
-    int flusher_hold;           /* test switch: never flush RocksDB while running, so every
-                                   acknowledged write replays from the Raft log after kill -9 */
+    uint32_t lc_day_seconds;    /* lifecycle.day_seconds: one lifecycle "day" (0: 86400) */
+    int lc_delete_point;        /* lifecycle.delete = point (1): expire-batch never uses a range
+                                   tombstone (ablation); 0: range where the guard allows */
+    int flusher_hold;           /* test switch: never flush RocksDB while running (flusher held,
+                                   delete tracker off: its CompactRange flushes the memtable),
+                                   so every acknowledged write replays from the Raft log after
+                                   kill -9 */
 };
 
 struct meta_store;
@@ -86,6 +91,9 @@ struct meta_bucket {
     struct meta_kv *tags;
     size_t ntags;
     struct mg_str lifecycle; /* lifecycle configuration XML as stored, empty if none */
+    struct mg_str lifecycle_bin; /* its compiled form (lifecycle/lifecycle.h lc_config_compile),
+                                    empty if none */
+    uint64_t lc_gen;         /* rules generation: bumped by every SET_LIFECYCLE (read only) */
 };
 
 /* S3 bucket naming rules (3-63 chars, lower case, digits, '.', '-', no IP form, ...).
@@ -105,7 +113,10 @@ int meta_bucket_delete(struct meta_store *ms, struct mg_str name);
 int meta_bucket_list(struct meta_store *ms, struct mg_str owner, struct mg_arena *a,
                      struct meta_bucket **out, size_t *n);
 
-/* Field updates; which fields by mask. Returns 0, MG_ENOSUCHBUCKET, MG_EIO. */
+/* Field updates; which fields by mask. Returns 0, MG_ENOSUCHBUCKET, MG_EIO.
+ * META_BUCKET_SET_LIFECYCLE sets lifecycle and lifecycle_bin (both empty: delete) and bumps
+ * lc_gen; when lifecycle_bin is empty but lifecycle is not, the op compiles the XML itself
+ * (lc_config_parse: its errors, e.g. MG_EMALFORMEDXML, are returned). */
 enum { META_BUCKET_SET_ACL = 1, META_BUCKET_SET_TAGS = 2, META_BUCKET_SET_LIFECYCLE = 4 };
 int meta_bucket_update(struct meta_store *ms, struct mg_str name, unsigned mask,
                        const struct meta_bucket *values);
@@ -178,6 +189,8 @@ struct meta_object {
     struct meta_part_info *parts;     /* multipart only */
     size_t nparts;
     struct meta_data data;
+    int64_t lc_due_ms;                /* set by meta: the object's lifecycle due row (0: none) */
+    uint64_t lc_gen;                  /* set by meta: rules generation lc_due_ms came from */
 };
 
 /* Preconditions on the destination of a write (conditional PUT). */
@@ -349,6 +362,84 @@ int meta_mpu_list(struct meta_store *ms, struct mg_str bucket, struct mg_str pre
  * threads, tests, tools), never from an event loop.
  */
 
+/* ---------------------------------------------------------------- lifecycle
+ *
+ * Enforcement (issue 8; docs/ops.md "Lifecycle"): when an object is written or re-tagged and
+ * an enabled Expiration rule of its bucket matches, its due row 0x03·id·'D'·due-ms·key rides
+ * in the same write set and the entry records due-ms (meta_object.lc_due_ms). The scheduler
+ * (lifecycle/lifecycle.h lc_scheduler_create) walks due rows up to now and submits
+ * expire-batch ops; rule changes reach existing objects through re-index ops walking the
+ * bucket. Both ops keep their progress in the bucket's 0x03·id·'L' row. */
+
+#define META_EXPIRE_BATCH_MAX 1000
+
+/* One due row the scheduler read, and the entry it indexes. */
+struct meta_expire_item {
+    struct mg_str key;
+    int64_t due_ms;   /* the row's due time */
+    int64_t mtime_ms; /* the entry's mtime when the row was read: a later write never expires */
+};
+
+struct meta_expire_result {
+    uint32_t expired;        /* entries deleted */
+    uint32_t stale;          /* rows dropped: entry gone, overwritten, or no rule matches now */
+    uint32_t rescheduled;    /* rows moved: a rule still matches but is not due yet */
+    uint32_t range_deletes;  /* range tombstones written (each over >= 2 entries) */
+    uint32_t point_deletes;  /* entries deleted one by one */
+    uint32_t reindexed;      /* LC_REINDEX: entries visited */
+    int reindex_done;        /* LC_REINDEX: the walk reached the end of the bucket */
+    int reindex_busy;        /* LC_REINDEX: writes in flight in the step's range: retry later */
+};
+
+/* The bucket's lifecycle progress (its 0x03·id·'L' row), read from committed state. */
+struct meta_lc_progress {
+    int64_t sched_due_ms;      /* the scheduler's cursor: due rows before (due, key) are done */
+    struct mg_str sched_key;
+    uint64_t reindex_gen;      /* rules generation the re-index walk applies */
+    int reindex_done;          /* it visited every entry */
+    struct mg_str reindex_key; /* last entry it visited (exclusive start of the next step) */
+};
+/* Returns 0 (all zero when the row is absent), MG_EIO, MG_ECORRUPT. Any thread. */
+int meta_lc_progress_get(struct meta_store *ms, uint64_t bucket_id, struct mg_arena *a,
+                         struct meta_lc_progress *out);
+
+/* Blocking: expire the items (one bucket, key order of their due rows) re-checking each
+ * under the op's own serialization: the entry must still have mtime_ms, and the current
+ * rules must still expire it at or before now; else its row is only dropped (or moved when a
+ * rule matches later). Consecutive expiring entries are deleted with one range tombstone when
+ * nothing else lives in between (committed rows and pending writes), unless
+ * meta_opts.lc_delete_point. The scheduler's cursor moves past the last item. now_ms 0: the
+ * clock. Returns 0, MG_ENOSUCHBUCKET, MG_EINVALIDARGUMENT (n > META_EXPIRE_BATCH_MAX), MG_EIO,
+ * MG_ENOSPC, MG_ESHUTDOWN. Not from an event loop. */
+int meta_lc_expire_batch(struct meta_store *ms, struct mg_str bucket,
+                         const struct meta_expire_item *items, size_t n, int64_t now_ms,
+                         struct meta_expire_result *out);
+/* Blocking: one step of the bucket's re-index walk: up to n entries after the persisted
+ * position get their due row recomputed with the current rules (a new generation restarts
+ * the walk). Returns as above. */
+int meta_lc_reindex_step(struct meta_store *ms, struct mg_str bucket, size_t n,
+                         struct meta_expire_result *out);
+
+/* Back-pressure for background work: ops queued for the meta thread plus entries in flight.
+ * Cheap (one lock, racy read of the in-flight count); any thread. */
+uint64_t meta_lc_load(struct meta_store *ms);
+
+struct meta_lifecycle_stats {
+    uint64_t expired;          /* entries expired since open */
+    uint64_t range_deletes;    /* range tombstones written */
+    uint64_t point_deletes;    /* entries expired by point deletes */
+    uint64_t stale;            /* due rows dropped or moved without a delete */
+    uint64_t reindexed;        /* entries re-indexed since open */
+    uint64_t due_backlog;      /* due rows <= now at the scheduler's last pass */
+    int64_t due_oldest_age_ms; /* now - the oldest due row's time then; 0 when none was due */
+    uint64_t reindex_pending;  /* buckets whose re-index walk is not done */
+};
+/* Counters since meta_store_open. Any thread. */
+void meta_lifecycle_stats_get(struct meta_store *ms, struct meta_lifecycle_stats *out);
+/* The scheduler reports its backlog figures (lifecycle/scheduler.c). Any thread. */
+void meta_lifecycle_stats_backlog(struct meta_store *ms, uint64_t due_backlog,
+                                  int64_t due_oldest_age_ms, uint64_t reindex_pending);
+
 enum meta_op_type {
     META_OP_BUCKET_CREATE,     /* bucket, owner, acl */
     META_OP_BUCKET_DELETE,     /* bucket */
@@ -361,6 +452,8 @@ enum meta_op_type {
     META_OP_MPU_PUT_PART,      /* bucket, key, upload_id, part (+data: ownership passes) */
     META_OP_MPU_COMPLETE,      /* bucket, key, upload_id, parts/nparts -> object */
     META_OP_MPU_ABORT,         /* bucket, key, upload_id */
+    META_OP_EXPIRE_BATCH,      /* bucket, expire/nexpire, now_ms -> expire (lifecycle) */
+    META_OP_LC_REINDEX,        /* bucket, nexpire (entries to visit) -> expire (lifecycle) */
     META_OP__COUNT
 };
 
@@ -394,6 +487,11 @@ struct meta_op {
         size_t nparts;
         uint64_t request_id;                /* 0: a fresh one; a retry of the same id returns
                                                the first result (DESIGN.md 6) */
+        const struct meta_expire_item *expire; /* EXPIRE_BATCH: borrowed until done (not
+                                                  copied at submit) */
+        size_t nexpire;                     /* EXPIRE_BATCH: <= META_EXPIRE_BATCH_MAX items;
+                                               LC_REINDEX: entries to visit (<= the same) */
+        int64_t now_ms;                     /* EXPIRE_BATCH: "now" for the re-check (0: clock) */
     } in;
 
     /* Results (valid in done, until meta_op_destroy). */
@@ -402,6 +500,7 @@ struct meta_op {
         int *existed_many;           /* OBJECT_DELETE_MANY: nkeys entries */
         struct mg_str upload_id;     /* MPU_CREATE */
         struct meta_object object;   /* MPU_COMPLETE: the object; OBJECT_PUT: mtime, etag */
+        struct meta_expire_result expire; /* EXPIRE_BATCH, LC_REINDEX */
     } out;
 
     /* private */

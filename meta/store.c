@@ -263,6 +263,10 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
     /* The Raft log is the WAL (DESIGN.md 6): RocksDB's own is off, and the flusher reports
      * what RocksDB holds on disk as each group's durable index (meta/shard.c). */
     struct eng_db_opts dbo = {.wal = 0, .block_cache_bytes = 0, .compaction = opts->compaction};
+    /* The flusher-hold test switch means no RocksDB flush at all while running; the delete
+     * tracker's CompactRange would flush the memtable it overlaps, so it is off too. */
+    if (opts->flusher_hold)
+        dbo.compaction = ENG_COMPACTION_ROCKSDB;
     if ((rv = eng_db_open(path, &dbo, &ms->db, errmsg)) != 0)
         goto err_after_alloc;
     ms->shard.db = ms->db;

@@ -140,6 +140,12 @@ class Server:
         if self.domain:
             cfg["domain"] = self.domain
         cfg.update(self.extra_config)
+        # The raft host's port (default: the S3 port + 1, which a busy machine's client
+        # sockets often hold) is chosen free on every start; a single voter never dials
+        # its own address, so it may change between restarts.
+        meta = dict(cfg.get("meta", {}))
+        meta.setdefault("raft_listen", "127.0.0.1:%d" % free_port())
+        cfg["meta"] = meta
         with open(self.config_file, "w") as f:
             json.dump(cfg, f, indent=2)
 
