@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/unit/engine/helpers.h"
@@ -44,4 +45,11 @@ void test_fill(void *p, size_t n, uint64_t seed)
         x ^= x << 17;
         c[i] = (unsigned char)x;
     }
+}
+
+double test_clock_ms(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* mkdtemp under the build directory; returns a malloc'ed path. */
 char *test_tmpdir(void);
@@ -16,6 +17,9 @@ char *test_tmpdir(void);
 void test_tmpdir_remove(char *path);
 /* Fill p with n bytes determined by seed. */
 void test_fill(void *p, size_t n, uint64_t seed);
+/* Clock id's time in milliseconds (CLOCK_MONOTONIC for wall time, CLOCK_THREAD_CPUTIME_ID for
+ * the calling thread's CPU time). */
+double test_clock_ms(clockid_t id);
 
 int test_db_run(void);
 int test_blob_run(void);

@@ -874,16 +874,9 @@ static void *on_burst_writer(void *arg)
     return NULL;
 }
 
-static double clock_ms(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static double now_ms(void)
 {
-    return clock_ms(CLOCK_MONOTONIC);
+    return test_clock_ms(CLOCK_MONOTONIC);
 }
 
 /* A writer timing each eng_blob_writer_finish of a 4 KiB blob until told to stop. */
@@ -900,9 +893,9 @@ static void *on_prober(void *arg)
             a->failures++;
             break;
         }
-        double t0 = now_ms(), c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+        double t0 = now_ms(), c0 = test_clock_ms(CLOCK_THREAD_CPUTIME_ID);
         int rv = eng_blob_writer_finish(w, &ref);
-        double ms = now_ms() - t0, cpu = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
+        double ms = now_ms() - t0, cpu = test_clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
         if (cpu > a->max_cpu_ms)
             a->max_cpu_ms = cpu;
         if (rv != 0)
