@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/mem.h"
+#include "tests/bench/expiry.h"
 #include "tests/bench/report.h"
 #include "tests/bench/rng.h"
 #include "tests/bench/run.h"
@@ -34,6 +35,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mgbench --endpoint URL [--access-key K --secret-key S] WORKLOAD [options]\n"
+            "       mgbench expiry --objects N [...]   lifecycle expiry (mgbench expiry --help)\n"
             "\n"
             "S3 load generator (SigV4, path-style). Each round creates the workload's objects\n"
             "(untimed prepare), runs the timed mix, then deletes what is left (clean).\n"
@@ -378,6 +380,8 @@ int main(int argc, char **argv)
     struct mgb_config cfg;
     struct opts o;
     signal(SIGPIPE, SIG_IGN);
+    if (argc > 1 && strcmp(argv[1], "expiry") == 0)
+        return mgb_expiry_main(argc - 1, argv + 1); /* its own options: mgbench expiry --help */
     if (parse_args(argc, argv, &cfg, &o) != 0)
         return 2;
     if (setup_endpoint(&cfg.ep[0], o.endpoint, o.access_key, o.secret_key, "A") != 0)

@@ -340,46 +340,145 @@ static int connect_blocking(const struct mgb_endpoint *ep)
     return fd;
 }
 
-int mgb_request_once(const struct mgb_config *cfg, const struct mgb_endpoint *ep,
-                     const char *method, const char *path, char *body, size_t body_cap)
+void mgb_content_md5(const char *body, size_t len, char out[32])
 {
-    struct mg_buf head, scratch;
-    char amz_date[17];
-    mg_buf_init(&head);
-    mg_buf_init(&scratch);
+    uint8_t digest[32];
+    struct mg_cksum ck;
+    mg_cksum_init(&ck, MG_CKSUM_MD5);
+    mg_cksum_update(&ck, body, len);
+    size_t dl = mg_cksum_final(&ck, digest);
+    mg_cksum_close(&ck);
+    mg_base64_encode(digest, dl, out);
+}
+
+static void head_build(const struct mgb_config *cfg, const struct mgb_endpoint *ep,
+                       const struct mgb_req *rq, struct mg_buf *scratch, struct mg_buf *head)
+{
+    char amz_date[17], md5_b64[32], sha_hex[MG_SHA256_HEX_LEN + 1];
+    int has_body = rq->body && rq->body_len;
+    int64_t cl = has_body || strcmp(rq->method, "PUT") == 0 || strcmp(rq->method, "POST") == 0
+                     ? (int64_t)rq->body_len
+                     : -1;
+    if (rq->no_auth) {
+        head->len = 0;
+        mg_buf_appendf(head, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\n", rq->method, rq->path,
+                       rq->query[0] ? "?" : "", rq->query, ep->host);
+        if (cl >= 0)
+            mg_buf_appendf(head, "Content-Length: %" PRId64 "\r\n", cl);
+        mg_buf_append(head, "\r\n", 2);
+        return;
+    }
     amz_date_now(amz_date);
-    build_signed(cfg, ep, amz_date, method, path, "", NULL, 0, "host;x-amz-content-sha256;x-amz-date",
-                 MG_EMPTY_SHA256, strcmp(method, "PUT") == 0 ? 0 : -1, &scratch, &head);
-    int status = -1;
-    int fd = connect_blocking(ep);
-    if (fd < 0)
-        goto out;
-    struct timeval tv = {.tv_sec = (time_t)(cfg->timeout_s > 0 ? cfg->timeout_s : 30)};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (write(fd, head.base, head.len) != (ssize_t)head.len)
-        goto out_fd;
+    if (has_body) {
+        uint8_t digest[32];
+        mg_sha256(rq->body, rq->body_len, digest);
+        mg_hex_encode(digest, 32, sha_hex);
+    } else {
+        snprintf(sha_hex, sizeof(sha_hex), "%s", MG_EMPTY_SHA256);
+    }
+    struct mg_http_hdr h;
+    size_t nh = 0;
+    if (rq->content_md5) {
+        mgb_content_md5(rq->body ? rq->body : "", rq->body_len, md5_b64);
+        h = (struct mg_http_hdr){{"content-md5", 11}, {md5_b64, strlen(md5_b64)}};
+        nh = 1;
+    }
+    build_signed(cfg, ep, amz_date, rq->method, rq->path, rq->query, nh ? &h : NULL, nh,
+                 nh ? "content-md5;host;x-amz-content-sha256;x-amz-date"
+                    : "host;x-amz-content-sha256;x-amz-date",
+                 sha_hex, cl, scratch, head);
+}
+
+/* Write head + body and read one response on fd. Returns the status, -1 on a transport
+ * error, -2 when the connection was closed before any response byte (a stale keep-alive). */
+static int exchange(int fd, const struct mg_buf *head, const struct mgb_req *rq, char *resp,
+                    size_t cap, size_t *resp_len, int *closed)
+{
+    struct iovec iov[2] = {{head->base, head->len}, {(void *)rq->body, rq->body_len}};
+    size_t total = head->len + (rq->body ? rq->body_len : 0), sent = 0;
+    while (sent < total) {
+        struct iovec v[2];
+        int n = 0;
+        if (sent < head->len) {
+            v[n++] = (struct iovec){(char *)iov[0].iov_base + sent, head->len - sent};
+            if (rq->body && rq->body_len)
+                v[n++] = iov[1];
+        } else {
+            v[n++] = (struct iovec){(char *)rq->body + (sent - head->len), total - sent};
+        }
+        ssize_t w = writev(fd, v, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return sent == 0 ? -2 : -1;
+        sent += (size_t)w;
+    }
     struct mgb_resp r;
-    mgb_resp_init(&r, strcmp(method, "HEAD") == 0, body, body_cap ? body_cap - 1 : 0);
-    char buf[4096];
+    mgb_resp_init(&r, strcmp(rq->method, "HEAD") == 0, resp, cap ? cap - 1 : 0);
+    char buf[16384];
+    int any = 0;
     while (r.state != MGB_RESP_DONE) {
         ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0) {
             if (n == 0 && mgb_resp_eof(&r) == 0)
                 break;
-            goto out_fd;
+            return any || n < 0 ? -1 : -2;
         }
+        any = 1;
         if (mgb_resp_feed(&r, buf, (size_t)n) < 0)
-            goto out_fd;
+            return -1;
     }
-    if (body_cap)
-        body[r.cap_len] = 0;
-    status = r.status;
-out_fd:
-    close(fd);
-out:
+    if (cap)
+        resp[r.cap_len] = 0;
+    if (resp_len)
+        *resp_len = r.cap_len;
+    *closed = r.close;
+    return r.status;
+}
+
+int mgb_request(const struct mgb_config *cfg, const struct mgb_endpoint *ep, int *fd,
+                const struct mgb_req *rq, char *resp, size_t cap, size_t *resp_len)
+{
+    struct mg_buf head, scratch;
+    mg_buf_init(&head);
+    mg_buf_init(&scratch);
+    head_build(cfg, ep, rq, &scratch, &head);
+    int status = -1;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fresh = *fd < 0;
+        if (fresh) {
+            *fd = connect_blocking(ep);
+            if (*fd < 0)
+                break;
+            struct timeval tv = {.tv_sec = (time_t)(cfg->timeout_s > 0 ? cfg->timeout_s : 30)};
+            setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            setsockopt(*fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        }
+        int closed = 0;
+        status = exchange(*fd, &head, rq, resp, cap, resp_len, &closed);
+        if (status < 0 || closed) {
+            close(*fd);
+            *fd = -1;
+        }
+        if (status != -2 || fresh)
+            break; /* -2 on a kept connection: the server had closed it; reconnect once */
+    }
     mg_buf_close(&head);
     mg_buf_close(&scratch);
-    return status;
+    return status < 0 ? -1 : status;
+}
+
+int mgb_request_once(const struct mgb_config *cfg, const struct mgb_endpoint *ep,
+                     const char *method, const char *path, char *body, size_t body_cap)
+{
+    int fd = -1;
+    struct mgb_req rq = {.method = method, .path = path, .query = ""};
+    int st = mgb_request(cfg, ep, &fd, &rq, body, body_cap, NULL);
+    if (fd >= 0)
+        close(fd);
+    return st;
 }
 
 int mgb_bucket_ensure(const struct mgb_config *cfg, const struct mgb_endpoint *ep)
@@ -418,6 +517,8 @@ static int dir_fmt(const struct mgb_run *run, unsigned dir, char *out, size_t ca
  * id milliseconds, so they sort by id inside a prefix as log keys sort by time. */
 static int key_fmt(const struct mgb_run *run, uint64_t id, char *out, size_t cap)
 {
+    if (run->cfg->key_name)
+        return run->cfg->key_name(run->cfg->key_arg, id, out, cap);
     if (!run->cfg->w.keys_time)
         return snprintf(out, cap, "%s/d%04u/o%010" PRIu64, run->prefix, key_dir(run, id), id);
     time_t s = (time_t)(run->key_epoch_s + id / 1000);
@@ -619,12 +720,7 @@ static void build_delete_multi(struct thr *t, struct conn *c)
         mg_buf_appendf(&c->xbody, "<Object><Key>%s</Key></Object>", key);
     }
     mg_buf_append(&c->xbody, "</Delete>", 9);
-    struct mg_cksum ck;
-    mg_cksum_init(&ck, MG_CKSUM_MD5);
-    mg_cksum_update(&ck, c->xbody.base, c->xbody.len);
-    size_t dl = mg_cksum_final(&ck, digest);
-    mg_cksum_close(&ck);
-    mg_base64_encode(digest, dl, md5_b64);
+    mgb_content_md5(c->xbody.base, c->xbody.len, md5_b64);
     mg_sha256(c->xbody.base, c->xbody.len, digest);
     mg_hex_encode(digest, 32, sha_hex);
     snprintf(path, sizeof(path), "/%s", run->cfg->bucket);
@@ -1341,21 +1437,23 @@ static void progress_wait(struct mgb_run *run, enum mgb_phase phase)
         struct timespec ts = {0, 50 * 1000 * 1000};
         nanosleep(&ts, NULL);
         uint64_t now = mgb_now_ns();
-        if (!run->cfg->progress || now - last_t < 1000000000u)
+        int lines = run->cfg->progress_lines;
+        if ((!run->cfg->progress && !lines) || now - last_t < (lines ? 3000000000u : 1000000000u))
             continue;
         uint64_t ops = 0, errs = 0;
         for (unsigned i = 0; i < run->nthreads; i++) {
             ops += atomic_load_explicit(&run->thr[i].live_ops, memory_order_relaxed);
             errs += atomic_load_explicit(&run->thr[i].live_errors, memory_order_relaxed);
         }
-        fprintf(stderr, "\r\033[K[%s %s r%u] %5.1fs  %9.0f ops/s  %8" PRIu64 " ops  %" PRIu64
-                        " errors",
-                run->ep->label, phase_name(phase), run->round + 1, (double)(now - t0) / 1e9,
-                (double)(ops - last_ops) * 1e9 / (double)(now - last_t), ops, errs);
+        fprintf(stderr, "%s[%s %s r%u] %5.1fs  %9.0f ops/s  %8" PRIu64 " ops  %" PRIu64
+                        " errors%s",
+                lines ? "" : "\r\033[K", run->ep->label, phase_name(phase), run->round + 1, (double)(now - t0) / 1e9,
+                (double)(ops - last_ops) * 1e9 / (double)(now - last_t), ops, errs,
+                lines ? "\n" : "");
         last_t = now;
         last_ops = ops;
     }
-    if (run->cfg->progress)
+    if (run->cfg->progress && !run->cfg->progress_lines)
         fprintf(stderr, "\r\033[K");
 }
 

@@ -47,6 +47,11 @@ struct mgb_config {
     uint64_t seed;
     double *offered;              /* open loop: ops/s per window (main draws them) */
     unsigned noffered;
+    int progress_lines;           /* progress as a plain line every 3 s instead of the live one */
+    /* When set, names the key of id (the whole key, no run prefix): the expiry scenario's
+     * timestamp-prefixed layout. Called from the worker threads; must be reentrant. */
+    int (*key_name)(const void *arg, uint64_t id, char *out, size_t cap);
+    const void *key_arg;
 };
 
 /* Per one-second segment of the run phase. */
@@ -103,6 +108,28 @@ int mgb_endpoint_parse(struct mgb_endpoint *ep, const char *url, char *err, size
  * transport error; the first bytes of the body go to body (NUL-terminated). */
 int mgb_request_once(const struct mgb_config *cfg, const struct mgb_endpoint *ep,
                      const char *method, const char *path, char *body, size_t body_cap);
+
+/* One blocking request on a kept-alive connection (the expiry scenario's LIST loops,
+ * lifecycle configuration and /metrics polls). */
+struct mgb_req {
+    const char *method;
+    const char *path;             /* "/bucket" (already URI-encoded) */
+    const char *query;            /* canonical query string (sorted, encoded) or "" */
+    const char *body;             /* request body or NULL */
+    size_t body_len;
+    int content_md5;              /* send Content-MD5 of the body (PutBucketLifecycle needs it) */
+    int no_auth;                  /* unsigned (GET /metrics) */
+};
+
+/* Send rq on *fd (-1: connect first; a kept connection the server closed is reopened once)
+ * and read the whole response; the first cap - 1 body bytes go to resp, NUL-terminated,
+ * their count to *resp_len (may be NULL). Returns the HTTP status, or -1 on a transport
+ * error (then *fd is closed and set to -1). The caller closes *fd when done. */
+int mgb_request(const struct mgb_config *cfg, const struct mgb_endpoint *ep, int *fd,
+                const struct mgb_req *rq, char *resp, size_t cap, size_t *resp_len);
+
+/* Content-MD5 header value (base64 of the MD5) of body. out: 32 bytes. */
+void mgb_content_md5(const char *body, size_t len, char out[32]);
 
 /* Ensure cfg->bucket exists on ep (PUT bucket; 200 and BucketAlreadyOwnedByYou are fine).
  * Returns 0 or -1 with a message printed. */

@@ -3,7 +3,8 @@
  * Unit tests of mgbench's own parts: the log-linear histogram (bucket
  * bounds, percentiles, merge), the incremental HTTP response parser (every
  * framing, fed whole and byte by byte), the workload table parser, and the
- * samplers (Pareto statistics, weighted choice). Signing is tested by
+ * samplers (Pareto statistics, weighted choice), and the expiry scenario's
+ * figures (nearest-rank percentiles, recover_s, /metrics lines). Signing is tested by
  * tests/unit/common against the client fixtures, not here.
  */
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "common/mem.h"
+#include "tests/bench/expiry.h"
 #include "tests/bench/hist.h"
 #include "tests/bench/http.h"
 #include "tests/bench/rng.h"
@@ -335,6 +337,79 @@ static void test_pick_and_below(void **state)
     assert_int_equal(mgb_rng_pick(&r, zero_first, 3), 2);
 }
 
+/* ------------------------------------------------------------- expiry */
+
+static void test_expiry_quantile(void **state)
+{
+    (void)state;
+    double none[1];
+    assert_true(isnan(mgb_exp_quantile(none, 0, 0.5)));
+    double one[1] = {7};
+    assert_true(mgb_exp_quantile(one, 1, 0.5) == 7 && mgb_exp_quantile(one, 1, 0.99) == 7);
+    /* 100 values 100, 99, ..., 1 (unsorted input): nearest rank, p50 = 50, p99 = 99 */
+    double v[100];
+    for (int i = 0; i < 100; i++)
+        v[i] = 100 - i;
+    assert_true(mgb_exp_quantile(v, 100, 0.5) == 50);
+    assert_true(mgb_exp_quantile(v, 100, 0.99) == 99);
+    assert_true(mgb_exp_quantile(v, 100, 1.0) == 100);
+    assert_true(mgb_exp_quantile(v, 100, 0.0) == 1);
+    assert_true(mgb_exp_quantile(v, 100, 0.501) == 51);
+    /* 10 values: p99 is the largest (rank ceil(9.9) = 10), p50 the 5th */
+    double w[10] = {5, 1, 9, 3, 7, 2, 8, 4, 10, 6};
+    assert_true(mgb_exp_quantile(w, 10, 0.99) == 10);
+    assert_true(mgb_exp_quantile(w, 10, 0.5) == 5);
+}
+
+static void test_expiry_recover(void **state)
+{
+    (void)state;
+    /* one LIST every 0.1 s from t = 0 to 19.9: 1 ms before t = 5 (the baseline), 20 ms
+     * while expiry runs (5 .. 10), then 20 ms until 12.5 and 1 ms from 12.5 on */
+    struct mgb_exp_sample s[200];
+    for (int i = 0; i < 200; i++) {
+        double t = i * 0.1;
+        s[i].t_s = t;
+        s[i].ms = (t < 5 - 1e-9) ? 1.0 : (t < 12.5 - 1e-9) ? 20.0 : 1.0;
+    }
+    /* expiry ends at t = 10: the first 1 s window whose median is <= 1.1 ms starts at
+     * 12.0 (samples 12.0 .. 12.9: five of 20 ms, five of 1 ms; the median is the 5th
+     * smallest, 1 ms) */
+    double r = mgb_exp_recover_s(s, 200, 10.0, 1.1, 1.0);
+    assert_true(fabs(r - 2.0) < 1e-6);
+    /* already fast when the expiry ends: 0 */
+    assert_true(fabs(mgb_exp_recover_s(s, 200, 15.0, 1.1, 1.0)) < 1e-6);
+    /* never back below the target: -1 */
+    assert_true(mgb_exp_recover_s(s, 200, 10.0, 0.5, 1.0) < 0);
+    /* a window that is not wholly observed does not count: recovery only in the last
+     * 0.5 s of the samples */
+    for (int i = 0; i < 200; i++)
+        s[i].ms = s[i].t_s >= 19.5 - 1e-9 ? 1.0 : 20.0;
+    assert_true(mgb_exp_recover_s(s, 200, 10.0, 1.1, 1.0) < 0);
+    assert_true(mgb_exp_recover_s(s, 0, 0.0, 1.1, 1.0) < 0);
+}
+
+static void test_expiry_metric(void **state)
+{
+    (void)state;
+    const char *text = "# HELP metagate_lifecycle_expired_total objects expired\n"
+                       "# TYPE metagate_lifecycle_expired_total counter\n"
+                       "metagate_lifecycle_expired_total 1500000\n"
+                       "metagate_rocksdb_tombstones{cf=\"data\"} 3\n"
+                       "metagate_rocksdb_tombstones{cf=\"meta\"} 2000000\n"
+                       "metagate_lifecycle_expired_total_x 9\n"
+                       "metagate_rocksdb_lsm_bytes_written 123456789012";
+    double v = -1;
+    assert_int_equal(mgb_exp_metric(text, "metagate_lifecycle_expired_total", &v), 0);
+    assert_true(v == 1500000);
+    assert_int_equal(mgb_exp_metric(text, "metagate_rocksdb_tombstones{cf=\"meta\"}", &v), 0);
+    assert_true(v == 2000000);
+    assert_int_equal(mgb_exp_metric(text, "metagate_rocksdb_lsm_bytes_written", &v), 0);
+    assert_true(v == 123456789012.0);
+    assert_int_equal(mgb_exp_metric(text, "metagate_lifecycle_due_backlog", &v), -1);
+    assert_int_equal(mgb_exp_metric("", "metagate_lifecycle_expired_total", &v), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +425,9 @@ int main(void)
         cmocka_unit_test(test_size_parse),
         cmocka_unit_test(test_pareto),
         cmocka_unit_test(test_pick_and_below),
+        cmocka_unit_test(test_expiry_quantile),
+        cmocka_unit_test(test_expiry_recover),
+        cmocka_unit_test(test_expiry_metric),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
