@@ -122,6 +122,7 @@ static int run_body(struct meta_store *ms, struct meta_op *op)
     }
 }
 
+
 /* New data an op brought (it owns it); freed when its proposal is refused. */
 static void release_new_data(struct meta_store *ms, struct meta_op *op)
 {
@@ -155,6 +156,15 @@ void meta__op_exec_now(struct meta__rt *rt, struct meta_op *op)
         meta__op_complete(op, MG_ESHUTDOWN);
         return;
     }
+    int first = 0, dup = meta__dedup_begin(ss, op, &first);
+    if (dup != 0) {
+        /* A retry: answered with (or queued behind) its first attempt's outcome. Its own
+         * copy of the data is never stored. */
+        release_new_data(rt->ms, op);
+        if (dup == 1)
+            meta__op_complete(op, first);
+        return;
+    }
     struct exec_ctx x = {
         .ws = meta__ws_create(), .bucket = op->in.bucket, .bucket_id = op->in.bucket_id};
     tl_exec = &x;
@@ -162,6 +172,7 @@ void meta__op_exec_now(struct meta__rt *rt, struct meta_op *op)
     tl_exec = NULL;
     if (rv != 0) {
         meta__ws_destroy(x.ws); /* the body released what it had to */
+        meta__dedup_finish(ss, op, rv, 1); /* decided: a retry gets the same answer */
         meta__op_complete(op, rv);
         return;
     }
@@ -170,6 +181,7 @@ void meta__op_exec_now(struct meta__rt *rt, struct meta_op *op)
         mg_log(MG_LOG_DEBUG, "event=proposal_refused op=%d err=%s", (int)op->type,
                mg_err_name(rv));
         release_new_data(rt->ms, op);
+        meta__dedup_finish(ss, op, rv, 0);
         meta__op_complete(op, rv);
     }
 }

@@ -93,6 +93,93 @@ static void layout(struct meta__shards *ss, unsigned data_shards)
     }
 }
 
+/* ------------------------------------------------------------ request ids */
+
+static struct meta_dedup_slot *dedup_find(struct meta__shards *ss, uint64_t id, int insert)
+{
+    size_t mask = META_DEDUP_SLOTS - 1;
+    size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & mask;
+    for (size_t probe = 0; probe < 64; probe++, i = (i + 1) & mask) {
+        struct meta_dedup_slot *d = &ss->dedup[i];
+        if (d->id == id)
+            return d;
+        if (d->id == 0 || (insert && d->done && probe == 63)) {
+            if (!insert)
+                return NULL;
+            memset(d, 0, sizeof(*d));
+            d->id = id;
+            return d;
+        }
+    }
+    if (!insert)
+        return NULL;
+    /* 64 probes all taken: evict a finished one in this run (bounded memory, FIFO-ish). */
+    i = (size_t)(id * 0x9E3779B97F4A7C15ull) & mask;
+    for (size_t probe = 0; probe < 64; probe++, i = (i + 1) & mask)
+        if (ss->dedup[i].done && ss->dedup[i].waiters == NULL) {
+            memset(&ss->dedup[i], 0, sizeof(ss->dedup[i]));
+            ss->dedup[i].id = id;
+            return &ss->dedup[i];
+        }
+    return NULL; /* all in flight: run without dedup (logged by the caller) */
+}
+
+int meta__dedup_begin(struct meta__shards *ss, struct meta_op *op, int *status)
+{
+    uint64_t id = op->in.request_id;
+    if (id == 0)
+        return 0;
+    struct meta_dedup_slot *d = dedup_find(ss, id, 0);
+    if (d != NULL && d->done) {
+        ss->dedup_hits++;
+        *status = d->status;
+        return 1;
+    }
+    if (d != NULL) {
+        op->priv->next = d->waiters;
+        d->waiters = op->priv;
+        ss->dedup_hits++;
+        return 2;
+    }
+    if (dedup_find(ss, id, 1) == NULL)
+        mg_log(MG_LOG_WARN, "event=dedup_full request_id=%llu", (unsigned long long)id);
+    return 0;
+}
+
+void meta__dedup_finish(struct meta__shards *ss, struct meta_op *op, int status, int appended)
+{
+    uint64_t id = op->in.request_id;
+    struct meta_dedup_slot *d = id != 0 ? dedup_find(ss, id, 0) : NULL;
+    if (d == NULL)
+        return;
+    struct meta__op_priv *w = d->waiters;
+    d->waiters = NULL;
+    if (appended) {
+        d->done = 1;
+        d->status = status;
+    } else {
+        d->id = 0; /* refused before the log: a retry may run the op */
+    }
+    while (w != NULL) {
+        struct meta__op_priv *next = w->next;
+        w->next = NULL;
+        meta__op_complete(w->op, status);
+        w = next;
+    }
+}
+
+/* An applied entry with a request id (any replica, replay included) is a finished op. */
+static void dedup_applied(struct meta__shards *ss, uint64_t id)
+{
+    if (id == 0 || dedup_find(ss, id, 0) != NULL)
+        return; /* known: this node's own op in flight (it records its outcome) or done */
+    struct meta_dedup_slot *d = dedup_find(ss, id, 1);
+    if (d != NULL) {
+        d->done = 1;
+        d->status = 0;
+    }
+}
+
 /* ------------------------------------------------------------------- apply */
 
 static void invalidate_bucket(struct meta_store *ms, struct mg_str key)
@@ -164,6 +251,7 @@ static int on_apply(void *data, uint64_t index, const void *buf, size_t len, voi
     }
     s->applied = index;
     atomic_fetch_add(&s->ss->applied_entries, 1);
+    dedup_applied(s->ss, h.request_id);
     side_effects(ms, buf, len);
     *result = NULL;
     return 0;
@@ -372,6 +460,7 @@ int meta__shards_open(struct meta__rt *rt, char *errmsg)
     ss->rt = rt;
     ss->ms = rt->ms;
     meta__ov_init(&ss->ov);
+    ss->dedup = mg_calloc(META_DEDUP_SLOTS, sizeof(*ss->dedup));
     layout(ss, data_shard_count(rt->ms));
     rt->shards = ss;
     int rv = open_host(ss, errmsg);
@@ -396,6 +485,7 @@ static void on_host_closed(struct mraft_host *h, void *data)
     struct meta__shards *ss = data;
     struct meta__rt *rt = ss->rt;
     meta__ov_close(&ss->ov);
+    mg_free(ss->dedup);
     mg_free(ss);
     rt->shards = NULL;
     if (closed_cb != NULL)
@@ -459,6 +549,13 @@ static void chain_free(struct pending *p)
 
 static int submit(struct pending *p);
 
+/* The op's final outcome (appended: something of it reached the log, or it needed none). */
+static void op_done(struct meta__shards *ss, struct meta_op *op, int status, int appended)
+{
+    meta__dedup_finish(ss, op, status, appended);
+    meta__op_complete(op, status);
+}
+
 /* Run parked ops in order while they can run: ops that need quiescence only when nothing
  * is in flight, the others at once (they were parked only to keep their order). */
 static void run_parked(struct meta__shards *ss)
@@ -518,12 +615,12 @@ static void on_proposed(struct mraft_propose *req, int status, uint64_t index, u
         int rv = submit(next);
         if (rv != 0) {
             chain_free(next);
-            meta__op_complete(op, map_raft_err(rv));
+            op_done(ss, op, map_raft_err(rv), 1); /* the first entry is in the log */
         }
     } else {
         chain_free(next);
         if (op != NULL)
-            meta__op_complete(op, status == 0 ? 0 : map_raft_err(status));
+            op_done(ss, op, status == 0 ? 0 : map_raft_err(status), 1);
     }
     run_parked(ss);
 }
@@ -534,8 +631,15 @@ static int submit(struct pending *p)
     if (ss->closing)
         return MG_ESHUTDOWN;
     p->req.data = p;
-    int rv = mraft_group_propose(p->s->g, &p->req, p->entry.base, p->entry.len, on_proposed,
-                                 NULL);
+    /* Deletes free space: they may use the raft host's reserve, so a full disk can still
+     * be emptied (S3 clients answer 507 by deleting). */
+    enum meta_op_type t = p->op != NULL ? p->op->type : META_OP__COUNT;
+    int frees = t == META_OP_OBJECT_DELETE || t == META_OP_OBJECT_DELETE_MANY ||
+                t == META_OP_MPU_ABORT || t == META_OP_BUCKET_DELETE;
+    int rv = frees ? mraft_group_propose_reserve(p->s->g, &p->req, p->entry.base, p->entry.len,
+                                                 on_proposed, NULL)
+                   : mraft_group_propose(p->s->g, &p->req, p->entry.base, p->entry.len,
+                                         on_proposed, NULL);
     if (rv != 0)
         return rv;
     ss->inflight++;
@@ -607,7 +711,7 @@ int meta__shards_propose(struct meta__shards *ss, struct meta_op *op, struct met
     struct pending *chain = split(ss, op, ws);
     meta__ws_destroy(ws);
     if (chain == NULL) {
-        meta__op_complete(op, 0);
+        op_done(ss, op, 0, 1); /* nothing to write (e.g. deleting a missing key): done */
         return 0;
     }
     int rv = submit(chain);

@@ -55,6 +55,17 @@ struct meta__shard {
     uint64_t proposals;         /* proposed entries (metrics) */
 };
 
+/* Request ids seen (DESIGN.md 6: a retried mutation returns its first result): a bounded
+ * open-addressing table, oldest evicted first. Entries come from the ops this node executes
+ * and from every applied entry (so a replayed log rebuilds them). */
+#define META_DEDUP_SLOTS 65536
+struct meta_dedup_slot {
+    uint64_t id;                    /* 0: empty */
+    int done;                       /* 0: the first op is still in flight */
+    int status;                     /* its outcome, once done */
+    struct meta__op_priv *waiters;  /* retries that arrived while it was in flight */
+};
+
 struct meta__shards {
     struct meta__rt *rt;
     struct meta_store *ms;
@@ -73,7 +84,17 @@ struct meta__shards {
     int64_t last_flush_ms;
     int closing;
     atomic_uint_fast64_t applied_entries; /* metrics */
+    struct meta_dedup_slot *dedup;  /* META_DEDUP_SLOTS */
+    uint64_t dedup_hits;            /* retries answered with the first result */
 };
+
+/* Request-id check before an op body runs: 0 = run it (now registered as in flight); 1 = a
+ * retry of a finished op, *status = its first outcome (the caller completes op); 2 = queued
+ * behind its first attempt, completed with its outcome later. */
+int meta__dedup_begin(struct meta__shards *ss, struct meta_op *op, int *status);
+/* The op with a request id has its outcome: record it (refused before append: forget it, a
+ * retry may run) and answer the retries waiting for it. */
+void meta__dedup_finish(struct meta__shards *ss, struct meta_op *op, int status, int appended);
 
 /* Open the host and every group (replaying the log above RocksDB's applied indexes).
  * On the meta thread, before it serves. Returns 0, MG_ECONFIG, MG_EIO, MG_ECORRUPT. */

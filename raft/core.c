@@ -769,8 +769,23 @@ static void flush(struct mraft_group *g)
     }
 }
 
+static int propose(struct mraft_group *g, struct mraft_propose *req, const void *buf,
+                   size_t len, mraft_propose_cb cb, uint64_t *hint, int reserve);
+
 int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const void *buf,
                         size_t len, mraft_propose_cb cb, uint64_t *hint)
+{
+    return propose(g, req, buf, len, cb, hint, 0);
+}
+
+int mraft_group_propose_reserve(struct mraft_group *g, struct mraft_propose *req,
+                                const void *buf, size_t len, mraft_propose_cb cb, uint64_t *hint)
+{
+    return propose(g, req, buf, len, cb, hint, 1);
+}
+
+static int propose(struct mraft_group *g, struct mraft_propose *req, const void *buf,
+                   size_t len, mraft_propose_cb cb, uint64_t *hint, int reserve)
 {
     assert(req != NULL && cb != NULL);
     if (g->closing)
@@ -789,7 +804,7 @@ int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const 
     }
     if (g->n_queued >= g->tuning.max_pending)
         return MG_EBUSY;
-    if (g->host != NULL && mraft__host_admit(g->host, len) != 0) {
+    if (g->host != NULL && mraft__host_admit(g->host, len, reserve) != 0) {
         g->n_refused_nospace++;
         return MG_ENOSPC;
     }

@@ -223,7 +223,7 @@ void mraft__host_set_free_space(struct mraft_host *h, mraft__free_space_fn fn)
  * by more than a quarter of it. A failed statvfs admits (logged): the fence
  * in core.c still turns a real ENOSPC into MG_ENOSPC without aborting.
  */
-int mraft__host_admit(struct mraft_host *h, size_t len)
+int mraft__host_admit(struct mraft_host *h, size_t len, int reserve)
 {
     uint64_t now = uv_now(h->loop);
     if (!h->free_valid || now - h->free_at >= FREE_REFRESH_MS ||
@@ -239,7 +239,9 @@ int mraft__host_admit(struct mraft_host *h, size_t len)
     }
     if (h->free_valid) {
         uint64_t est = h->free_bytes > h->free_spent ? h->free_bytes - h->free_spent : 0;
-        if (est < h->min_free_bytes + len)
+        /* Proposals that free space (deletes) may use the reserve: all but a quarter. */
+        uint64_t floor = reserve ? h->min_free_bytes / 4 : h->min_free_bytes;
+        if (est < floor + len)
             return MG_ENOSPC;
     }
     h->free_spent += len;

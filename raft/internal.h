@@ -175,7 +175,7 @@ uint64_t mraft__get64(const unsigned char *p);
 void mraft__host_kick(struct mraft_host *h, struct mraft_group *g);
 /* host.c: disk-full admission of a proposal of len bytes: MG_ENOSPC when the
  * data dir's free space (cached, see host.c) is below min_free_bytes. */
-int mraft__host_admit(struct mraft_host *h, size_t len);
+int mraft__host_admit(struct mraft_host *h, size_t len, int reserve);
 /* host.c: run owner->fetch(g->fetch_desc) on a libuv worker; sets fetch_busy
  * and calls mraft__group_fetched on the loop when done. */
 void mraft__host_fetch(struct mraft_group *g);

@@ -346,6 +346,15 @@ struct mraft_propose {
 int mraft_group_propose(struct mraft_group *g, struct mraft_propose *req, const void *buf,
                         size_t len, mraft_propose_cb cb, uint64_t *leader_hint);
 
+/*
+ * mraft_group_propose for an entry that frees space (deletes): admitted until the
+ * free space falls below a quarter of min_free_bytes, so a full disk can still be
+ * emptied. Same contract and errors otherwise.
+ */
+int mraft_group_propose_reserve(struct mraft_group *g, struct mraft_propose *req,
+                                const void *buf, size_t len, mraft_propose_cb cb,
+                                uint64_t *leader_hint);
+
 struct mraft_read;
 /* Read permission: status 0 means the owner's applied state now reflects every
  * write acknowledged before mraft_group_read was called; serve the read

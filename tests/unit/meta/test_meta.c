@@ -142,5 +142,6 @@ int main(int argc, char **argv)
     failed += test_mpu_run();
     failed += test_store_run();
     failed += test_wset_run();
+    failed += test_shard_run();
     return failed;
 }

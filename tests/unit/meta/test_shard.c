@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The shard state machine on its raft groups (meta/shard.c, exec.c,
+ * overlay.c; docs/ops.md), on the real single-voter host:
+ *  - the pending-write overlay: ops on one key pipeline (many PUTs of one key in
+ *    flight at once) and each still retires exactly the blob it replaced, so
+ *    nothing leaks and the last write wins;
+ *  - a retried request id returns the first outcome and is not applied twice;
+ *  - a proposal refused before the log (disk-full admission) leaves no trace:
+ *    the object is absent and its blob is freed;
+ *  - snapshot and restore: past several snapshots (libraft truncates the log
+ *    below what RocksDB flushed), a reopen restores every shard at its applied
+ *    index and every object is there.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "meta/shard.h"
+#include "raft/internal.h"
+#include "tests/unit/meta/test_meta.h"
+
+static uint64_t live_blob_bytes(struct fx *f)
+{
+    struct meta_stats st;
+    meta_stats_get(f->ms, &st);
+    return st.blobs.bytes_written - st.blobs.bytes_freed;
+}
+
+struct pipe_arg {
+    struct fx *f;
+    int id;
+};
+
+enum { PIPE_THREADS = 8, PIPE_PUTS = 40, PIPE_SIZE = 3000 };
+
+static void *on_pipe(void *arg)
+{
+    struct pipe_arg *p = arg;
+    char buf[PIPE_SIZE];
+    for (int i = 0; i < PIPE_PUTS; i++) {
+        fx_fill(buf, sizeof(buf), (uint32_t)(p->id * 1000 + i));
+        if (fx_put(p->f, BKT, S("hot"), buf, sizeof(buf), NULL) != 0)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+/* 8 threads x 40 blob-backed PUTs of ONE key, all pipelined through the meta thread: each
+ * op reads the previous (still uncommitted) version from the overlay and retires its blob.
+ * Afterwards exactly one version's bytes are live (free_grace_ms 0: freed at apply). */
+static void test_overlay_pipeline(void **state)
+{
+    struct fx *f = *state;
+    uint64_t live0 = live_blob_bytes(f);
+    pthread_t t[PIPE_THREADS];
+    struct pipe_arg a[PIPE_THREADS];
+    for (int i = 0; i < PIPE_THREADS; i++) {
+        a[i] = (struct pipe_arg){f, i};
+        assert_int_equal(pthread_create(&t[i], NULL, on_pipe, &a[i]), 0);
+    }
+    for (int i = 0; i < PIPE_THREADS; i++) {
+        void *rv;
+        pthread_join(t[i], &rv);
+        assert_null(rv);
+    }
+    assert_int_equal(live_blob_bytes(f) - live0, PIPE_SIZE);
+    size_t len;
+    int rv;
+    char *got = fx_get(f, BKT, S("hot"), &len, &rv);
+    assert_non_null(got);
+    assert_int_equal(len, PIPE_SIZE);
+    mg_free(got);
+}
+
+static int put_with_id(struct fx *f, uint64_t request_id, const char *bytes, size_t len)
+{
+    struct meta_object o = {.key = S("r"), .etag = S("e")};
+    fx_data(f, bytes, len, &o.data);
+    o.size = o.data.size;
+    struct meta_op *op = meta_op_create(META_OP_OBJECT_PUT);
+    op->in.bucket = BKT;
+    op->in.object = o;
+    op->in.request_id = request_id;
+    int rv = meta__op_run_sync(f->ms, op);
+    meta_op_destroy(op);
+    return rv;
+}
+
+/* A retried mutation (same request id) returns its first result instead of applying twice:
+ * PUT (id 77), DELETE, then the PUT's retry with other bytes answers 0 and the key stays
+ * deleted; the retry's own blob is released. */
+static void test_retried_request_id(void **state)
+{
+    struct fx *f = *state;
+    char a[2000], b[2000];
+    fx_fill(a, sizeof(a), 1);
+    fx_fill(b, sizeof(b), 2);
+    assert_int_equal(put_with_id(f, 77, a, sizeof(a)), 0);
+    assert_int_equal(meta_object_delete(f->ms, BKT, S("r"), NULL), 0);
+    uint64_t live0 = live_blob_bytes(f);
+    assert_int_equal(put_with_id(f, 77, b, sizeof(b)), 0);
+    struct meta_object o;
+    assert_int_equal(meta_object_get(f->ms, BKT, S("r"), &f->a, &o), MG_ENOSUCHKEY);
+    assert_int_equal(live_blob_bytes(f), live0);
+    assert_true(f->ms->rt->shards->dedup_hits >= 1);
+    /* another id is a new op */
+    assert_int_equal(put_with_id(f, 78, b, sizeof(b)), 0);
+    assert_int_equal(meta_object_get(f->ms, BKT, S("r"), &f->a, &o), 0);
+}
+
+static uint64_t fake_free;
+static int fake_free_space(const char *dir, uint64_t *free_bytes)
+{
+    (void)dir;
+    *free_bytes = fake_free;
+    return 0;
+}
+
+static void set_free_space(struct fx *f, mraft__free_space_fn fn)
+{
+    mraft__host_set_free_space(f->ms->rt->shards->host, fn);
+    struct timespec ts = {0, 150 * 1000 * 1000}; /* past the 100 ms cache */
+    nanosleep(&ts, NULL);
+}
+
+/* A proposal refused before the log append leaves no trace: the PUT answers MG_ENOSPC, the
+ * key does not exist and the new blob's space is released; once space is back, PUTs work. */
+static void test_refused_proposal_no_trace(void **state)
+{
+    struct fx *f = *state;
+    char a[5000];
+    fx_fill(a, sizeof(a), 3);
+    uint64_t live0 = live_blob_bytes(f);
+    fake_free = 1 << 20; /* below the host's min_free_bytes */
+    set_free_space(f, fake_free_space);
+    assert_int_equal(fx_put(f, BKT, S("nospace"), a, sizeof(a), NULL), MG_ENOSPC);
+    struct meta_object o;
+    assert_int_equal(meta_object_get(f->ms, BKT, S("nospace"), &f->a, &o), MG_ENOSUCHKEY);
+    assert_int_equal(live_blob_bytes(f), live0);
+    fake_free = 1ull << 40;
+    set_free_space(f, NULL);
+    assert_int_equal(fx_put(f, BKT, S("nospace"), a, sizeof(a), NULL), 0);
+}
+
+/* Enough entries for several libraft snapshots (threshold 4096): the log below the durable
+ * index is truncated, and a reopen still restores every shard and every object. */
+static void test_snapshot_restore(void **state)
+{
+    struct fx *f = *state;
+    char key[32];
+    for (int i = 0; i < 9000; i++) {
+        snprintf(key, sizeof(key), "s/%05d", i);
+        assert_int_equal(fx_put(f, BKT, str_of(key, strlen(key)), key, strlen(key), NULL), 0);
+    }
+    fx_reopen(f);
+    struct meta__shards *ss = f->ms->rt->shards;
+    uint64_t applied = 0;
+    for (unsigned i = 0; i < ss->n; i++)
+        applied += ss->shards[i].applied;
+    assert_true(applied >= 9000);
+    for (int i = 0; i < 9000; i += 97) {
+        snprintf(key, sizeof(key), "s/%05d", i);
+        size_t len;
+        int rv;
+        char *got = fx_get(f, BKT, str_of(key, strlen(key)), &len, &rv);
+        assert_non_null(got);
+        assert_memory_equal(got, key, len);
+        mg_free(got);
+    }
+}
+
+int test_shard_run(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_overlay_pipeline, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_retried_request_id, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_refused_proposal_no_trace, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_restore, fx_setup, fx_teardown),
+    };
+    return cmocka_run_group_tests_name("shard", tests, NULL, NULL);
+}
