@@ -540,4 +540,44 @@ struct meta_stats {
 };
 void meta_stats_get(struct meta_store *ms, struct meta_stats *out);
 
+/* The op path's figures for /metrics (docs/ops.md): the handoff queue and, per shard, its
+ * raft group. Sampled on the meta thread every META_OP_STATS_PERIOD_MS; meta_op_stats_get
+ * copies the last sample (any thread). Counters count since the store opened. */
+#define META_OP_STATS_PERIOD_MS 500
+#define META_OP_STATS_SHARDS_MAX 64
+#define META_LATENCY_BUCKETS 11
+/* Upper bounds (microseconds) of the commit-latency buckets; the last bucket is above them. */
+extern const uint64_t meta_latency_bounds_us[META_LATENCY_BUCKETS - 1];
+
+struct meta_shard_stats {
+    uint32_t shard_id;           /* 0: the manager; data shards 1.. */
+    int leader;                  /* this node leads the shard's group and it is ready */
+    uint64_t proposals;          /* counter: entries proposed */
+    uint64_t inflight;           /* gauge: entries submitted to libraft, not yet applied */
+    uint64_t queued;             /* gauge: entries waiting for the in-flight wave */
+    uint64_t commits;            /* counter: entries committed and applied */
+    uint64_t refused_nospace;    /* counter: refused by disk-full admission (507) */
+    uint64_t latency_bucket[META_LATENCY_BUCKETS]; /* counter per bucket (not cumulative):
+                                    propose -> apply of committed entries */
+    uint64_t latency_count;
+    uint64_t latency_sum_us;
+    uint64_t applied_index;      /* gauge */
+    uint64_t durable_index;      /* gauge: flushed to RocksDB; applied - durable replays */
+    uint64_t last_index;         /* gauge: last index in the log */
+    uint64_t log_bytes;          /* gauge: the group's log on disk */
+};
+
+struct meta_op_stats {
+    uint64_t submitted;          /* counter: ops handed to the meta thread */
+    uint64_t slowdowns;          /* counter: submissions refused, queue full (503 SlowDown) */
+    uint64_t queue_depth;        /* gauge: ops waiting for the meta thread */
+    uint64_t parked;             /* gauge: ops waiting for nothing to be in flight */
+    uint64_t overlay_rows;       /* gauge: pending-write overlay rows */
+    uint64_t dedup_hits;         /* counter: retried request ids answered with the first result */
+    uint64_t flushes;            /* counter: RocksDB flushes by the flusher */
+    unsigned nshards;
+    struct meta_shard_stats shards[META_OP_STATS_SHARDS_MAX];
+};
+void meta_op_stats_get(struct meta_store *ms, struct meta_op_stats *out);
+
 #endif

@@ -318,6 +318,7 @@ static void flush_after(uv_work_t *w, int status)
                ss->flush_rv != 0 ? mg_err_name(ss->flush_rv) : uv_err_name(status));
         return;
     }
+    ss->flushes++;
     for (unsigned i = 0; i < ss->n; i++)
         if (ss->shards[i].flush_at > ss->shards[i].durable)
             ss->shards[i].durable = ss->shards[i].flush_at;
@@ -354,6 +355,67 @@ static void on_flush_tick(uv_timer_t *t)
         return;
     if (lag >= FLUSH_MAX_ENTRIES || now_ms() - ss->last_flush_ms >= FLUSH_MAX_AGE_MS)
         flush_start(ss);
+}
+
+/* ------------------------------------------------------------------ figures */
+
+const uint64_t meta_latency_bounds_us[META_LATENCY_BUCKETS - 1] = {
+    100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000};
+
+/* Every META_OP_STATS_PERIOD_MS on the meta thread (mraft's figures are the loop's): copy
+ * what /metrics shows into the sample under its lock. O(shards). */
+static void on_stats_tick(uv_timer_t *t)
+{
+    struct meta__shards *ss = t->data;
+    struct meta__rt *rt = ss->rt;
+    struct meta_op_stats st;
+    memset(&st, 0, sizeof(st));
+    st.submitted = atomic_load(&rt->submitted);
+    st.slowdowns = atomic_load(&rt->slowdowns);
+    pthread_mutex_lock(&rt->lock);
+    st.queue_depth = rt->n;
+    pthread_mutex_unlock(&rt->lock);
+    for (struct meta__op_priv *q = ss->parked_head; q != NULL; q = q->next)
+        st.parked++;
+    st.overlay_rows = ss->ov.nrows;
+    st.dedup_hits = ss->dedup_hits;
+    st.flushes = ss->flushes;
+    st.nshards = ss->n;
+    for (unsigned i = 0; i < ss->n && i < META_OP_STATS_SHARDS_MAX; i++) {
+        struct meta__shard *sh = &ss->shards[i];
+        struct meta_shard_stats *o = &st.shards[i];
+        struct mraft_group_stats g;
+        mraft_group_stats_get(sh->g, &g);
+        o->shard_id = sh->id;
+        o->leader = g.role == MRAFT_LEADER && g.ready;
+        o->proposals = sh->proposals;
+        o->inflight = g.inflight;
+        o->queued = g.queued;
+        o->commits = g.commits;
+        o->refused_nospace = g.refused_nospace;
+        for (unsigned b = 0; b < META_LATENCY_BUCKETS && b < MRAFT_LATENCY_BUCKETS; b++)
+            o->latency_bucket[b] = g.latency_bucket[b];
+        o->latency_count = g.latency_count;
+        o->latency_sum_us = g.latency_sum_us;
+        o->applied_index = g.applied_index;
+        o->durable_index = sh->durable;
+        o->last_index = g.last_index;
+        o->log_bytes = g.log_bytes;
+    }
+    pthread_mutex_lock(&ss->stats_lock);
+    ss->sample = st;
+    pthread_mutex_unlock(&ss->stats_lock);
+}
+
+void meta_op_stats_get(struct meta_store *ms, struct meta_op_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct meta__rt *rt = ms->rt;
+    if (rt == NULL || rt->shards == NULL)
+        return;
+    pthread_mutex_lock(&rt->shards->stats_lock);
+    *out = rt->shards->sample;
+    pthread_mutex_unlock(&rt->shards->stats_lock);
 }
 
 /* ---------------------------------------------------------------- open/close */
@@ -461,6 +523,7 @@ int meta__shards_open(struct meta__rt *rt, char *errmsg)
     ss->ms = rt->ms;
     meta__ov_init(&ss->ov);
     ss->dedup = mg_calloc(META_DEDUP_SLOTS, sizeof(*ss->dedup));
+    pthread_mutex_init(&ss->stats_lock, NULL);
     layout(ss, data_shard_count(rt->ms));
     rt->shards = ss;
     int rv = open_host(ss, errmsg);
@@ -471,6 +534,9 @@ int meta__shards_open(struct meta__rt *rt, char *errmsg)
     uv_timer_init(&rt->loop, &ss->flush_timer);
     ss->flush_timer.data = ss;
     uv_timer_start(&ss->flush_timer, on_flush_tick, FLUSH_TICK_MS, FLUSH_TICK_MS);
+    uv_timer_init(&rt->loop, &ss->stats_timer);
+    ss->stats_timer.data = ss;
+    uv_timer_start(&ss->stats_timer, on_stats_tick, 0, META_OP_STATS_PERIOD_MS);
     ss->last_flush_ms = now_ms();
     mg_log(MG_LOG_INFO, "event=shards_open shards=%u raft=%s rocksdb_wal=off flusher=%s", ss->n,
            ss->address, rt->ms->opts.flusher_hold ? "hold" : "on");
@@ -486,6 +552,7 @@ static void on_host_closed(struct mraft_host *h, void *data)
     struct meta__rt *rt = ss->rt;
     meta__ov_close(&ss->ov);
     mg_free(ss->dedup);
+    pthread_mutex_destroy(&ss->stats_lock);
     mg_free(ss);
     rt->shards = NULL;
     if (closed_cb != NULL)
@@ -513,6 +580,8 @@ void meta__shards_close(struct meta__shards *ss, void (*on_closed)(struct meta__
     if (!ss->ms->opts.flusher_hold && eng_db_flush(ss->ms->db) == 0)
         for (unsigned i = 0; i < ss->n; i++)
             ss->shards[i].durable = ss->shards[i].applied;
+    if (ss->stats_timer.loop != NULL)
+        uv_close((uv_handle_t *)&ss->stats_timer, NULL);
     if (ss->flush_timer.loop != NULL)
         uv_close((uv_handle_t *)&ss->flush_timer, on_timer_closed);
     else

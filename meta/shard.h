@@ -86,6 +86,10 @@ struct meta__shards {
     atomic_uint_fast64_t applied_entries; /* metrics */
     struct meta_dedup_slot *dedup;  /* META_DEDUP_SLOTS */
     uint64_t dedup_hits;            /* retries answered with the first result */
+    uint64_t flushes;               /* RocksDB flushes the flusher completed */
+    uv_timer_t stats_timer;         /* samples the figures below */
+    pthread_mutex_t stats_lock;     /* guards sample (read by any thread) */
+    struct meta_op_stats sample;
 };
 
 /* Request-id check before an op body runs: 0 = run it (now registered as in flight); 1 = a

@@ -66,6 +66,16 @@ static void test_overlay_pipeline(void **state)
         assert_null(rv);
     }
     assert_int_equal(live_blob_bytes(f) - live0, PIPE_SIZE);
+    /* the figures /metrics shows: the data shard committed every one of them */
+    struct timespec ts = {0, (META_OP_STATS_PERIOD_MS + 200) * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    struct meta_op_stats st;
+    meta_op_stats_get(f->ms, &st);
+    assert_int_equal(st.nshards, 2);
+    assert_true(st.shards[1].leader);
+    assert_true(st.shards[1].commits >= PIPE_THREADS * PIPE_PUTS);
+    assert_true(st.shards[1].latency_count == st.shards[1].commits);
+    assert_true(st.submitted >= PIPE_THREADS * PIPE_PUTS);
     size_t len;
     int rv;
     char *got = fx_get(f, BKT, S("hot"), &len, &rv);
