@@ -658,9 +658,13 @@ static void progress(const char *name, const char *phase, double t, const struct
         snprintf(tb, sizeof(tb), "%.0f", m->tombstones);
     if (!isnan(m->backlog))
         snprintf(bl, sizeof(bl), "%.0f", m->backlog);
-    fprintf(stderr, "[%s %s] t=%6.1fs  expired %s/%" PRIu64 "  backlog %s  tombstones %s  LIST logs/ "
-                    "%.2f ms keep/ %.2f ms (%" PRIu64 " + %" PRIu64 " LISTs)\n",
-            name, phase, t, ex, (uint64_t)r->objects * 3 / 4, bl, tb,
+    const char *head = atomic_load(&l[PFX_LOGS].t_gone)      ? "no old key"
+                       : atomic_load(&l[PFX_LOGS].t_changed) ? "oldest gone"
+                                                             : "oldest";
+    fprintf(stderr, "[%s %s] t=%6.1fs  expired %s/%" PRIu64 "  backlog %s  tombstones %s  logs/ "
+                    "starts: %s  LIST logs/ %.2f ms keep/ %.2f ms (%" PRIu64 " + %" PRIu64
+                    " LISTs)\n",
+            name, phase, t, ex, (uint64_t)r->objects * 3 / 4, bl, tb, head,
             (double)atomic_load(&l[0].last_us) / 1e3, (double)atomic_load(&l[1].last_us) / 1e3,
             atomic_load(&l[0].count), atomic_load(&l[1].count));
 }
@@ -1176,7 +1180,7 @@ static int xparse(int c, const char *a, struct xopts *o, int *keep_set)
 /* The metagate binary next to argv0 (build/mgbench -> build/metagate). */
 static char *default_metagate(const char *argv0)
 {
-    static char path[4096];
+    static char path[4200];
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n <= 0) {
@@ -1189,7 +1193,7 @@ static char *default_metagate(const char *argv0)
         slash[1] = 0;
     else
         snprintf(self, sizeof(self), "./");
-    snprintf(path, sizeof(path), "%smetagate", self);
+    snprintf(path, sizeof(path), "%.4095smetagate", self);
     return path;
 }
 
