@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Internal to the gateway's HTTP core (server.c, route.c, auth.c, body.c,
- * respond.c, metrics.c): the server object and its loops, the
+ * respond.c, metrics.c, async.c): the server object and its loops, the
  * routing parser in a form that needs no h2o request (unit tests and the fuzz
  * target call it directly), the auth entry point with an explicit clock, and
  * the per-loop metrics shard. The S3 handlers use gw.h only; gateway.c uses
@@ -71,6 +71,7 @@ int gw__auth(struct gw_request *r, time_t now);
 
 #define GW_LAT_BUCKETS 15
 #define GW_LAG_BUCKETS 14   /* loop lag: 0.1 .. 100 ms and +Inf (metrics.c) */
+#define GW_SUBMIT_BATCH_MAX 256 /* ops a loop hands to meta per iteration, at most (async.c) */
 #define GW_LAG_PERIOD_MS 20 /* loop-lag probe period: 50 samples/s per loop (server.c) */
 
 /* Per-loop counters: written by one loop thread only (relaxed atomics), summed on scrape. */
@@ -114,6 +115,11 @@ struct gw__loop {
     uint64_t nconns_refused;
     uv_thread_t thread;
     uint64_t next_request_id;
+    struct meta_client *mc; /* this loop's reply endpoint for meta ops (loop_main) */
+    uv_check_t submit_check; /* hands the iteration's ops to meta in one batch (async.c) */
+    struct meta_op *deferred[GW_SUBMIT_BATCH_MAX]; /* ops submitted this iteration */
+    int ndeferred;
+    int async_inflight;     /* steps of async.c not finished yet (ops and worker jobs) */
     uv_timer_t lag_timer;   /* loop-lag probe (server.c) */
     uint64_t lag_due_ns;    /* when lag_timer should fire */
     struct gw__metrics metrics;
@@ -137,7 +143,14 @@ struct gw_server {
     int64_t started_ms;
     uint64_t request_id_base; /* per-process random prefix of request ids */
     gw_dispatch_fn dispatch;  /* the S3 handlers (registered by gateway.c) */
+    int threadpool_size;      /* libuv worker threads (UV_THREADPOOL_SIZE, server.c) */
+    int work_meta_max;        /* worker jobs that may wait on a meta commit at once */
+    atomic_int work_meta_inflight;
 };
+
+/* Start and stop the per-iteration op batching of loop l (async.c; loop thread). */
+void gw__async_loop_init(struct gw__loop *l);
+void gw__async_loop_close(struct gw__loop *l);
 
 /* gw_server_create with the handlers to dispatch to (gateway.c passes gw_s3_dispatch). */
 int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,

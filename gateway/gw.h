@@ -2,8 +2,9 @@
 /*
  * The HTTP core's contract inside gateway/ (the public header of the module
  * is gateway/gateway.h). The core is server.c, route.c, auth.c, body.c,
- * respond.c and metrics.c: listener and loops, routing, authentication,
- * body decoding, responses and metrics. The S3 handlers (s3_*.c, xml.c; their own header gateway/s3.h) sit
+ * respond.c, metrics.c and async.c: listener and loops, routing,
+ * authentication, body decoding, responses, metrics and the asynchronous
+ * steps. The S3 handlers (s3_*.c, xml.c; their own header gateway/s3.h) sit
  * on top. Dependencies run one way, handlers -> core: a core file never
  * includes gateway/s3.h or calls a gw__s3_* / gw_s3_* / XML-building
  * function; the core reaches the handlers only through the gw_dispatch_fn
@@ -14,8 +15,9 @@
  *   on_req -> gw__request_init (route: op, bucket, key, subresources)
  *          -> gw__auth (SigV4/SigV2 header or query, or anonymous)
  *          -> the registered dispatch (gw_s3_dispatch)
- *          -> exactly one gw_respond_* per request, before on_req returns.
- * Handlers still run synchronously on the loop (server.c).
+ *          -> exactly one gw_respond_* per request, either before on_req
+ *             returns (reads, errors) or from a gw_op_submit / gw_work_queue
+ *             callback on the same loop (writes: DESIGN.md 5a, issue 7).
  * Everything allocated for a request comes from r->req's pool or r->arena,
  * both freed with the request; a step that outlives it holds its own memory.
  */
@@ -116,6 +118,7 @@ struct gw__core {
     int internal;              /* /health, /metrics: not counted as S3 requests */
     int has_head_length;       /* a handler set Content-Length (HEAD advertises it) */
     uint64_t head_length;
+    int steps;                 /* asynchronous steps outstanding (async.c) */
 };
 
 /* One S3 request. Lives in the h2o request pool. */
@@ -185,10 +188,13 @@ void gw_respond_xml(struct gw_request *r, int status, const struct mg_buf *xml);
  * get no body. */
 void gw_respond_error(struct gw_request *r, int rv);
 /* Stream [offset, offset+len) of an object's data (GET) with status (200/206); headers must be
- * added before. Bounded memory: reads slices while h2o asks for more (proceed). For HEAD only
- * the headers go out, with Content-Length: len (use it for HeadObject). */
+ * added before. Bounded memory: reads slices while h2o asks for more (proceed), on a worker
+ * above 64 KiB. For HEAD only the headers go out, with Content-Length: len (use it for
+ * HeadObject). pinned: d's blobs were pinned (meta_object_get_pinned); ownership of the pin
+ * passes here, and it is released (meta_data_unpin) exactly once, after the last read (when the
+ * request is disposed, whether the stream finished or the client went away). */
 void gw_respond_data(struct gw_request *r, int status, const struct meta_data *d,
-                     uint64_t offset, uint64_t len);
+                     uint64_t offset, uint64_t len, int pinned);
 
 /* Time helpers. */
 void gw_http_date(int64_t ms, char out[30]);     /* "Mon, 30 Nov 2026 16:00:00 GMT" */
@@ -199,6 +205,40 @@ int64_t gw_http_date_parse(struct mg_str s);
 /* XML character escaping (& < > " ' and control bytes as character references): error bodies
  * here, every XML body in the handlers. */
 void gw_xml_escape(struct mg_buf *b, struct mg_str text);
+
+/* Objects up to this many bytes live inline in their metadata entry (config inline_max_bytes):
+ * a body this small is decoded on the loop, a larger one on a worker. */
+uint32_t gw_inline_max_bytes(const struct gw_request *r);
+
+/* ---- asynchronous steps (async.c; DESIGN.md 5a: nothing blocks a loop)
+ *
+ * A handler that cannot answer at once starts one step and returns; the step's callback runs
+ * later on the request's loop and either answers or starts the next step. When the client went
+ * away meanwhile (h2o disposed the request), a meta op's callback is skipped and a worker
+ * step's `after` gets r == NULL so it can release what arg owns. All on the loop thread. */
+
+/* Called with the finished op (op->status, op->out valid) while r is alive; op is destroyed
+ * after it returns. arg is the submitter's (in r->arena, it dies with r). */
+typedef void (*gw_op_done_cb)(struct gw_request *r, struct meta_op *op, void *arg);
+/* Hand op (ownership passes, with a PUT's or PUT_PART's data) to the meta thread through this
+ * loop's meta client, batched with the loop iteration's other ops (async.c). Returns 0: done
+ * runs exactly once later unless the request is disposed first; the op is destroyed either
+ * way. A refusal by meta arrives in done as op->status: MG_ESLOWDOWN (queue full: 503
+ * SlowDown, counted) or MG_ESHUTDOWN, the op's data already released. A nonzero return (none
+ * today) would mean done never runs and the caller still owns the data. */
+int gw_op_submit(struct gw_request *r, struct meta_op *op, gw_op_done_cb done, void *arg);
+
+/* Runs on a worker thread: may block (fsync, pread, blocking meta calls when waits_on_meta).
+ * r, r->arena, r->errmsg and the request's headers and entity may be used; nothing else of
+ * h2o (no pool allocation, no response). Returns 0 or an mg_err. */
+typedef int (*gw_work_fn)(struct gw_request *r, void *arg);
+/* Back on the loop with work's result; r is NULL when the request is gone. */
+typedef void (*gw_after_fn)(struct gw_request *r, void *arg, int rv);
+/* Queue work on libuv's pool (sized in server.c), then after on r's loop. waits_on_meta: work
+ * calls a blocking meta function (it waits for a commit); at most half the pool may do that at
+ * once, beyond which this returns MG_ESLOWDOWN (after never runs). Else returns 0. */
+int gw_work_queue(struct gw_request *r, gw_work_fn work, gw_after_fn after, void *arg,
+                  int waits_on_meta);
 
 /* ---- registration (server.c): the core calls up into the handlers only through this */
 

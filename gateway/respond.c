@@ -297,15 +297,25 @@ void gw_xml_escape(struct mg_buf *b, struct mg_str text)
 
 /* ---- streamed object data */
 
+/* Slices of blob-backed data are read on a worker (gw_work_queue): a cold pread of 1 MiB can
+ * take milliseconds, which would stall every connection on the loop. A read of at most
+ * SMALL_BODY_BYTES (a whole small object) stays on the loop: it is usually in the page cache
+ * and a thread handoff (~20 us) would cost more than the copy. The stream is h2o-shared memory
+ * in the request pool; a worker read holds a reference, so a client that disconnects while
+ * the read runs leaves the stream (and its malloc'd buffer) alive until the read is back. */
 struct data_stream {
     h2o_generator_t super;
     struct gw_request *r;
+    struct meta_store *ms;
     struct meta_data d; /* by value: the caller's may live on its stack */
     uint64_t offset;    /* next byte to read */
     uint64_t left;      /* bytes still to send */
-    char *buf;
+    char *buf;          /* mg_malloc: a worker may write it after the pool is gone */
     size_t cap;
-    int done; /* accounted in metrics */
+    size_t n;           /* bytes of the slice being read */
+    int done;           /* accounted in metrics */
+    int stopped;        /* h2o stopped the generator (client went away) */
+    int pinned;         /* d's blobs are pinned: unpinned at dispose, after the last read */
 };
 
 static void stream_finish(struct data_stream *s)
@@ -316,12 +326,19 @@ static void stream_finish(struct data_stream *s)
     }
 }
 
-/* Read the next slice and hand it to h2o; h2o calls on_proceed once it is written. */
-static void stream_send_next(struct data_stream *s)
+/* Runs once, when the pool is cleared and no worker read holds the stream any more. */
+static void on_stream_dispose(void *p)
+{
+    struct data_stream *s = p;
+    if (s->pinned)
+        meta_data_unpin(s->ms, &s->d);
+    mg_free(s->buf);
+}
+
+/* Hand the slice just read (rv its result) to h2o; h2o calls on_proceed once it is written. */
+static void stream_send(struct data_stream *s, int rv)
 {
     struct gw_request *r = s->r;
-    size_t n = s->left < s->cap ? (size_t)s->left : s->cap;
-    int rv = meta_data_read(r->ms, &s->d, s->offset, s->buf, n);
     if (rv != 0) {
         mg_log(MG_LOG_ERROR, "event=stream_error op=%s cause=%s offset=%" PRIu64 " id=%s",
                gw_op_label(r->op), mg_err_name(rv), s->offset, r->request_id);
@@ -329,6 +346,7 @@ static void stream_send_next(struct data_stream *s)
         h2o_send(r->req, NULL, 0, H2O_SEND_STATE_ERROR);
         return;
     }
+    size_t n = s->n;
     s->offset += n;
     s->left -= n;
     r->core.bytes_out += n;
@@ -339,25 +357,61 @@ static void stream_send_next(struct data_stream *s)
     h2o_send(r->req, &v, 1, st);
 }
 
+static int on_slice_work(struct gw_request *r, void *arg)
+{
+    struct data_stream *s = arg;
+    (void)r;
+    return meta_data_read(s->ms, &s->d, s->offset, s->buf, s->n);
+}
+
+static void on_slice_after(struct gw_request *r, void *arg, int rv)
+{
+    struct data_stream *s = arg;
+    if (r != NULL && !s->stopped)
+        stream_send(s, rv);
+    h2o_mem_release_shared(s);
+}
+
+static void stream_read_next(struct data_stream *s)
+{
+    s->n = s->left < s->cap ? (size_t)s->left : s->cap;
+    if (s->n <= SMALL_BODY_BYTES) {
+        stream_send(s, meta_data_read(s->ms, &s->d, s->offset, s->buf, s->n));
+        return;
+    }
+    h2o_mem_addref_shared(s);
+    int rv = gw_work_queue(s->r, on_slice_work, on_slice_after, s, 0);
+    if (rv != 0) {
+        h2o_mem_release_shared(s);
+        stream_send(s, rv);
+    }
+}
+
 static void on_proceed(h2o_generator_t *g, h2o_req_t *req)
 {
     (void)req;
-    stream_send_next((struct data_stream *)g);
+    stream_read_next((struct data_stream *)g);
 }
 
 static void on_stop(h2o_generator_t *g, h2o_req_t *req)
 {
+    struct data_stream *s = (struct data_stream *)g;
     (void)req;
-    stream_finish((struct data_stream *)g); /* client went away */
+    s->stopped = 1;
+    stream_finish(s); /* client went away */
 }
 
 void gw_respond_data(struct gw_request *r, int status, const struct meta_data *d, uint64_t offset,
-                     uint64_t len)
+                     uint64_t len, int pinned)
 {
     assert(offset + len <= d->size);
     start(r, status, NULL);
     h2o_req_t *req = r->req;
     req->res.content_length = len;
+    if (pinned && (is_head(r) || len == 0 || d->inline_data.len > 0)) {
+        meta_data_unpin(r->ms, d); /* nothing of the blobs will be read */
+        pinned = 0;
+    }
     if (is_head(r) || len == 0) {
         gw__request_done(r);
         h2o_start_response(req, &plain_generator);
@@ -373,18 +427,20 @@ void gw_respond_data(struct gw_request *r, int status, const struct meta_data *d
         h2o_send(req, &v, 1, H2O_SEND_STATE_FINAL);
         return;
     }
-    struct data_stream *s = h2o_mem_alloc_pool(&req->pool, sizeof(*s));
+    struct data_stream *s = h2o_mem_alloc_shared(&req->pool, sizeof(*s), on_stream_dispose);
     memset(s, 0, sizeof(*s));
     s->super.proceed = on_proceed;
     s->super.stop = on_stop;
     s->r = r;
+    s->ms = r->ms;
     s->d = *d;
     s->offset = offset;
     s->left = len;
     s->cap = len < SLICE_MAX_BYTES ? (size_t)len : SLICE_MAX_BYTES;
-    s->buf = h2o_mem_alloc_pool(&req->pool, s->cap);
+    s->buf = mg_malloc(s->cap);
+    s->pinned = pinned;
     h2o_start_response(req, &s->super);
-    stream_send_next(s);
+    stream_read_next(s);
 }
 
 /* ---- time helpers */

@@ -179,6 +179,11 @@ int gw__s3_is_owner(const struct gw_request *r, struct mg_str owner);
  * only to those who may list the bucket, AccessDenied to others. */
 int gw__s3_object_load(struct gw_request *r, struct mg_str bucket, struct mg_str key,
                        struct meta_bucket *b, struct meta_object *o);
+/* The same with o's blobs pinned (meta_object_get_pinned) when it returns 0, for a reader of
+ * o->data (a streamed GET, UploadPartCopy): the caller unpins (meta_data_unpin, or
+ * gw_respond_data's pinned flag) exactly once. Also MG_ESLOWDOWN (too many pins). */
+int gw__s3_object_load_pinned(struct gw_request *r, struct mg_str bucket, struct mg_str key,
+                              struct meta_bucket *b, struct meta_object *o);
 /* Owner string of r (the user name; empty when anonymous). */
 struct mg_str gw__s3_requester(const struct gw_request *r);
 /* <Owner><ID/><DisplayName/></Owner> (or Initiator) for a user name. */
@@ -219,8 +224,33 @@ void gw__s3_emit_acl(struct gw_request *r, struct mg_str owner, enum meta_acl ac
 void gw__s3_emit_tagging(struct gw_request *r, const struct meta_kv *tags, size_t n);
 int gw__s3_read_tagging(struct gw_request *r, size_t max, struct meta_kv **tags, size_t *n);
 
-/* Body into a meta_data_writer, md5 / checksum verified by gw_body_stream. */
+/* Body into a meta_data_writer, md5 / checksum verified by gw_body_stream. Blocks (blob
+ * write, fsync in finish): on the loop only for bodies within the inline threshold. */
 int gw__s3_store_body(struct gw_request *r, struct meta_data *data, struct gw_body_result *res);
+
+/* The asynchronous form: the body is stored on the loop when it is small enough to stay inline,
+ * else on a worker; then(r, b, rv) runs on the loop (not when the client went away: the data
+ * is released then). On rv == 0 the caller owns b->data (hand it to an op or release it).
+ * b lives in r->arena; set res.cksum_algo (as for gw_body_stream), then and arg first. */
+struct gw__s3_body;
+typedef void (*gw__s3_body_cb)(struct gw_request *r, struct gw__s3_body *b, int rv);
+struct gw__s3_body {
+    struct meta_data data;     /* out */
+    struct gw_body_result res; /* in: res.cksum_algo; out: the rest */
+    gw__s3_body_cb then;
+    void *arg;                 /* the handler's */
+    struct meta_store *ms;     /* private */
+};
+void gw__s3_store_body_async(struct gw_request *r, struct gw__s3_body *b);
+
+/* Write ops (issue 7): an op of type t on r's bucket (bucket_id from b, the handler's one
+ * lookup; b may be NULL) and r's key. */
+struct meta_op *gw__s3_op(struct gw_request *r, enum meta_op_type t, const struct meta_bucket *b);
+/* gw_op_submit, answering a refused submit itself (503 SlowDown when the queue is full) and
+ * releasing a PUT's or PUT_PART's data then. */
+void gw__s3_submit(struct gw_request *r, struct meta_op *op, gw_op_done_cb done, void *arg);
+/* Submit; when it finishes answer status with no body, or its error. */
+void gw__s3_submit_empty(struct gw_request *r, struct meta_op *op, int status);
 
 /* Handlers. */
 void gw__s3_list_buckets(struct gw_request *r);

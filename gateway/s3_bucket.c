@@ -9,6 +9,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define MG_MODULE "gateway"
 #include "gateway/s3.h"
@@ -67,18 +68,53 @@ static int check_location(struct gw_request *r)
     return MG_EINVALIDARGUMENT;
 }
 
+/* CreateBucket's answer: Location and 200, or the error. */
+static void create_bucket_respond(struct gw_request *r, int rv)
+{
+    if (rv != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    gw_header_addf(r, "location", "/%.*s", (int)r->bucket.len, r->bucket.base);
+    gw__s3_respond_empty(r, 200);
+}
+
+static void on_create_bucket_acl_done(struct gw_request *r, struct meta_op *op, void *arg)
+{
+    (void)arg;
+    create_bucket_respond(r, op->status);
+}
+
+static void on_create_bucket_done(struct gw_request *r, struct meta_op *op, void *arg)
+{
+    const enum meta_acl *given_acl = arg;
+    if (op->status != MG_EBUCKETOWNED) {
+        create_bucket_respond(r, op->status);
+        return;
+    }
+    /* us-east-1 answers 200 to its owner (rclone re-creates before every upload); an explicit
+     * ACL is applied as a fresh create would. */
+    if (given_acl == NULL) {
+        create_bucket_respond(r, 0);
+        return;
+    }
+    struct meta_op *upd = gw__s3_op(r, META_OP_BUCKET_UPDATE, NULL);
+    upd->in.mask = META_BUCKET_SET_ACL;
+    upd->in.bucket_values.acl = *given_acl;
+    gw__s3_submit(r, upd, on_create_bucket_acl_done, NULL);
+}
+
 void gw__s3_create_bucket(struct gw_request *r)
 {
-    struct meta_bucket b;
     struct mg_str v;
-    enum meta_acl acl;
+    enum meta_acl *acl = mg_arena_alloc(&r->arena, sizeof(*acl));
     int given, rv;
     if (r->user == NULL) {
         gw__s3_fail(r, MG_EACCESSDENIED, NULL);
         return;
     }
     if ((rv = meta_bucket_name_check(r->bucket)) != 0 ||
-        (rv = gw__s3_acl_from_headers(r, 0, &acl, &given)) != 0 || (rv = check_location(r)) != 0) {
+        (rv = gw__s3_acl_from_headers(r, 0, acl, &given)) != 0 || (rv = check_location(r)) != 0) {
         gw__s3_fail(r, rv, NULL);
         return;
     }
@@ -87,24 +123,10 @@ void gw__s3_create_bucket(struct gw_request *r)
         gw__s3_fail(r, MG_ENOTIMPLEMENTED, "Object Lock is not implemented");
         return;
     }
-    rv = meta_bucket_create(r->ms, r->bucket, r->user->name, acl);
-    if (rv == MG_EBUCKETOWNED) {
-        /* us-east-1 answers 200 to its owner (rclone re-creates before every upload); an
-         * explicit ACL is applied as a fresh create would. */
-        if (given) {
-            memset(&b, 0, sizeof(b));
-            b.acl = acl;
-            rv = meta_bucket_update(r->ms, r->bucket, META_BUCKET_SET_ACL, &b);
-        } else {
-            rv = 0;
-        }
-    }
-    if (rv != 0) {
-        gw__s3_fail(r, rv, NULL);
-        return;
-    }
-    gw_header_addf(r, "location", "/%.*s", (int)r->bucket.len, r->bucket.base);
-    gw__s3_respond_empty(r, 200);
+    struct meta_op *op = gw__s3_op(r, META_OP_BUCKET_CREATE, NULL);
+    op->in.owner = r->user->name;
+    op->in.acl = *acl;
+    gw__s3_submit(r, op, on_create_bucket_done, given ? acl : NULL);
 }
 
 void gw__s3_head_bucket(struct gw_request *r)
@@ -123,9 +145,11 @@ void gw__s3_delete_bucket(struct gw_request *r)
 {
     struct meta_bucket b;
     int rv = gw__s3_bucket_load(r, GW_PERM_OWNER, &b);
-    if (rv == 0)
-        rv = meta_bucket_delete(r->ms, r->bucket);
-    gw__s3_done(r, rv, 204);
+    if (rv != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    gw__s3_submit_empty(r, gw__s3_op(r, META_OP_BUCKET_DELETE, &b), 204);
 }
 
 void gw__s3_bucket_location(struct gw_request *r)
@@ -179,6 +203,21 @@ int gw__s3_read_tagging(struct gw_request *r, size_t max, struct meta_kv **tags,
     return gw_xml_parse_tagging(body, max, &r->arena, tags, n, r->errmsg);
 }
 
+/* After the checks (rv) of a bucket configuration write: the BUCKET_UPDATE op of the fields in
+ * mask, answered with status. */
+static void submit_bucket_update(struct gw_request *r, int rv, const struct meta_bucket *b,
+                                 unsigned mask, const struct meta_bucket *values, int status)
+{
+    if (rv != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    struct meta_op *op = gw__s3_op(r, META_OP_BUCKET_UPDATE, b);
+    op->in.mask = mask;
+    op->in.bucket_values = *values;
+    gw__s3_submit_empty(r, op, status);
+}
+
 void gw__s3_bucket_tagging(struct gw_request *r)
 {
     struct meta_bucket b, upd;
@@ -193,9 +232,7 @@ void gw__s3_bucket_tagging(struct gw_request *r)
     memset(&upd, 0, sizeof(upd)); /* DeleteBucketTagging: an empty set */
     if (rv == 0 && r->op == GW_OP_PUT_BUCKET_TAGGING)
         rv = gw__s3_read_tagging(r, GW_BUCKET_TAGS_MAX, &upd.tags, &upd.ntags);
-    if (rv == 0)
-        rv = meta_bucket_update(r->ms, r->bucket, META_BUCKET_SET_TAGS, &upd);
-    gw__s3_done(r, rv, 204);
+    submit_bucket_update(r, rv, &b, META_BUCKET_SET_TAGS, &upd, 204);
 }
 
 /* AccessControlPolicy for a canned ACL, as S3 renders each (owner FULL_CONTROL plus the
@@ -263,9 +300,7 @@ void gw__s3_bucket_acl(struct gw_request *r)
     memset(&upd, 0, sizeof(upd));
     if (rv == 0)
         rv = gw__s3_acl_from_request(r, 0, b.owner, &upd.acl);
-    if (rv == 0)
-        rv = meta_bucket_update(r->ms, r->bucket, META_BUCKET_SET_ACL, &upd);
-    gw__s3_done(r, rv, 200);
+    submit_bucket_update(r, rv, &b, META_BUCKET_SET_ACL, &upd, 200);
 }
 
 void gw__s3_bucket_lifecycle(struct gw_request *r)
@@ -286,9 +321,8 @@ void gw__s3_bucket_lifecycle(struct gw_request *r)
             rv = gw_xml_check(body, "LifecycleConfiguration", &r->arena, r->errmsg);
         upd.lifecycle = body;
     }
-    if (rv == 0)
-        rv = meta_bucket_update(r->ms, r->bucket, META_BUCKET_SET_LIFECYCLE, &upd);
-    gw__s3_done(r, rv, r->op == GW_OP_PUT_BUCKET_LIFECYCLE ? 200 : 204);
+    submit_bucket_update(r, rv, &b, META_BUCKET_SET_LIFECYCLE, &upd,
+                         r->op == GW_OP_PUT_BUCKET_LIFECYCLE ? 200 : 204);
 }
 
 void gw__s3_bucket_stub(struct gw_request *r)

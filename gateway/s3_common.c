@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -98,23 +99,38 @@ int gw__s3_bucket_load(struct gw_request *r, enum gw_perm need, struct meta_buck
     return MG_EACCESSDENIED;
 }
 
-int gw__s3_object_load(struct gw_request *r, struct mg_str bucket, struct mg_str key,
-                       struct meta_bucket *b, struct meta_object *o)
+static int object_load(struct gw_request *r, struct mg_str bucket, struct mg_str key,
+                       struct meta_bucket *b, struct meta_object *o, int pin)
 {
     int rv = meta_bucket_get(r->ms, bucket, &r->arena, b);
     if (rv != 0)
         return rv;
-    rv = meta_object_get(r->ms, bucket, key, &r->arena, o);
+    rv = pin ? meta_object_get_pinned(r->ms, bucket, key, &r->arena, o)
+             : meta_object_get(r->ms, bucket, key, &r->arena, o);
     if (gw__s3_is_owner(r, b->owner))
         return rv;
     /* As in S3, the object's ACL governs GetObject; the bucket's READ grant only lists. */
     if (rv == 0 && (gw__s3_is_owner(r, o->owner) || gw__s3_acl_allows(r, o->acl, GW_PERM_READ)))
         return 0;
+    if (rv == 0 && pin)
+        meta_data_unpin(r->ms, &o->data);
     /* "If you have the s3:ListBucket permission on the bucket, Amazon S3 returns 404 ... If
      * you don't, it returns 403" (GetObject). */
     if (rv == MG_ENOSUCHKEY && gw__s3_acl_allows(r, b->acl, GW_PERM_READ))
         return rv;
-    return rv == MG_EIO ? rv : MG_EACCESSDENIED;
+    return rv == MG_EIO || rv == MG_ESLOWDOWN ? rv : MG_EACCESSDENIED;
+}
+
+int gw__s3_object_load(struct gw_request *r, struct mg_str bucket, struct mg_str key,
+                       struct meta_bucket *b, struct meta_object *o)
+{
+    return object_load(r, bucket, key, b, o, 0);
+}
+
+int gw__s3_object_load_pinned(struct gw_request *r, struct mg_str bucket, struct mg_str key,
+                              struct meta_bucket *b, struct meta_object *o)
+{
+    return object_load(r, bucket, key, b, o, 1);
 }
 
 void gw__s3_xml_owner(struct mg_buf *b, const char *elem, struct mg_str owner)
@@ -421,6 +437,81 @@ int gw__s3_store_body(struct gw_request *r, struct meta_data *data, struct gw_bo
         return rv;
     }
     return meta_data_writer_finish(w, &r->arena, data);
+}
+
+/* Entities up to the inline threshold are decoded on the loop: h2o already holds them in
+ * memory, the writer keeps them in memory (no blob write, no fsync), and a thread handoff
+ * would cost more than the MD5. Larger ones stream into the blob store on a worker. */
+static int body_fits_loop(struct gw_request *r)
+{
+    size_t raw = r->req->entity.base != NULL ? r->req->entity.len : 0;
+    return raw <= gw_inline_max_bytes(r) && declared_size(r) <= gw_inline_max_bytes(r);
+}
+
+static int on_store_work(struct gw_request *r, void *arg)
+{
+    struct gw__s3_body *b = arg;
+    return gw__s3_store_body(r, &b->data, &b->res);
+}
+
+static void on_store_after(struct gw_request *r, void *arg, int rv)
+{
+    struct gw__s3_body *b = arg;
+    if (r == NULL) { /* the client went away: nobody takes the data */
+        if (rv == 0)
+            meta_data_release(b->ms, &b->data);
+        return;
+    }
+    b->then(r, b, rv);
+}
+
+void gw__s3_store_body_async(struct gw_request *r, struct gw__s3_body *b)
+{
+    assert(b != NULL && b->then != NULL);
+    b->ms = r->ms;
+    if (body_fits_loop(r)) {
+        b->then(r, b, gw__s3_store_body(r, &b->data, &b->res));
+        return;
+    }
+    int rv = gw_work_queue(r, on_store_work, on_store_after, b, 0);
+    if (rv != 0)
+        b->then(r, b, rv);
+}
+
+/* ------------------------------------------------------------- meta ops */
+
+struct meta_op *gw__s3_op(struct gw_request *r, enum meta_op_type t, const struct meta_bucket *b)
+{
+    struct meta_op *op = meta_op_create(t);
+    op->in.bucket = r->bucket;
+    op->in.bucket_id = b != NULL ? b->id : 0; /* looked up once, by the handler */
+    op->in.key = r->key;
+    return op;
+}
+
+void gw__s3_submit(struct gw_request *r, struct meta_op *op, gw_op_done_cb done, void *arg)
+{
+    struct meta_data data;
+    int owns_data = op->type == META_OP_OBJECT_PUT || op->type == META_OP_MPU_PUT_PART;
+    memset(&data, 0, sizeof(data));
+    if (owns_data)
+        data = op->type == META_OP_OBJECT_PUT ? op->in.object.data : op->in.part.data;
+    int rv = gw_op_submit(r, op, done, arg);
+    if (rv == 0)
+        return;
+    if (owns_data) /* refused before meta took it: it owns nothing of ours */
+        meta_data_release(r->ms, &data);
+    gw__s3_fail(r, rv, NULL);
+}
+
+static void on_done_empty(struct gw_request *r, struct meta_op *op, void *arg)
+{
+    gw__s3_done(r, op->status, (int)(intptr_t)arg);
+}
+
+void gw__s3_submit_empty(struct gw_request *r, struct meta_op *op, int status)
+{
+    gw__s3_submit(r, op, on_done_empty, (void *)(intptr_t)status);
 }
 
 /* ----------------------------------------------------------------- dispatch */

@@ -40,12 +40,31 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void on_mpu_create_done(struct gw_request *r, struct meta_op *op, void *arg)
+{
+    struct mg_buf x;
+    (void)arg;
+    if (op->status != 0) {
+        gw__s3_fail(r, op->status, NULL);
+        return;
+    }
+    if (op->in.object.cksum_algo != MG_CKSUM_NONE)
+        gw_header_addf(r, "x-amz-checksum-algorithm", "%s",
+                       mg_cksum_algo_name(op->in.object.cksum_algo));
+    mg_buf_init(&x);
+    gw_xml_open(&x, "InitiateMultipartUploadResult");
+    gw_xml_elem(&x, "Bucket", r->bucket);
+    gw_xml_elem(&x, "Key", r->key);
+    gw_xml_elem(&x, "UploadId", op->out.upload_id);
+    gw_xml_close(&x, "InitiateMultipartUploadResult");
+    gw__s3_respond_xml(r, &x);
+}
+
 void gw__s3_mpu_create(struct gw_request *r)
 {
     struct meta_bucket b;
     struct meta_object tmpl;
-    struct mg_str id, v;
-    struct mg_buf x;
+    struct mg_str v;
     int rv;
     if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0)
         goto fail;
@@ -60,75 +79,103 @@ void gw__s3_mpu_create(struct gw_request *r)
             goto fail;
         }
     }
-    if ((rv = meta_mpu_create(r->ms, r->bucket, &tmpl, &r->arena, &id)) != 0)
-        goto fail;
-    if (tmpl.cksum_algo != MG_CKSUM_NONE)
-        gw_header_addf(r, "x-amz-checksum-algorithm", "%s", mg_cksum_algo_name(tmpl.cksum_algo));
-    mg_buf_init(&x);
-    gw_xml_open(&x, "InitiateMultipartUploadResult");
-    gw_xml_elem(&x, "Bucket", r->bucket);
-    gw_xml_elem(&x, "Key", r->key);
-    gw_xml_elem(&x, "UploadId", id);
-    gw_xml_close(&x, "InitiateMultipartUploadResult");
-    gw__s3_respond_xml(r, &x);
+    struct meta_op *op = gw__s3_op(r, META_OP_MPU_CREATE, &b);
+    op->in.object = tmpl;
+    gw__s3_submit(r, op, on_mpu_create_done, NULL);
     return;
 fail:
     gw__s3_fail(r, rv, NULL);
 }
 
 /* Bucket write access, upload id, part number and the upload's template. */
-static int part_prologue(struct gw_request *r, struct mg_str *id, uint32_t *n,
-                         struct meta_object *tmpl)
+static int part_prologue(struct gw_request *r, struct meta_bucket *b, struct mg_str *id,
+                         uint32_t *n, struct meta_object *tmpl)
 {
-    struct meta_bucket b;
     int rv;
-    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 || (rv = upload_id(r, id)) != 0 ||
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, b)) != 0 || (rv = upload_id(r, id)) != 0 ||
         (rv = part_number(r, n)) != 0)
         return rv;
     return meta_mpu_get(r->ms, r->bucket, r->key, *id, &r->arena, tmpl);
 }
 
-void gw__s3_mpu_upload_part(struct gw_request *r)
-{
-    struct meta_object tmpl;
-    struct meta_part part;
-    struct gw_body_result res;
+/* UploadPart and UploadPartCopy: the part's bytes are stored (on a worker unless inline), then
+ * the MPU_PUT_PART op. */
+struct part_ctx {
+    struct gw__s3_body body;  /* UploadPart */
+    struct meta_bucket b;
+    struct meta_object tmpl;  /* the upload's template */
     struct mg_str id;
-    uint32_t n;
-    int rv;
-    if ((rv = part_prologue(r, &id, &n, &tmpl)) != 0)
-        goto fail;
-    memset(&res, 0, sizeof(res));
-    res.cksum_algo = tmpl.cksum_algo;
-    memset(&part, 0, sizeof(part));
-    if ((rv = gw__s3_store_body(r, &part.data, &res)) != 0)
-        goto fail;
-    if (tmpl.cksum_algo != MG_CKSUM_NONE && res.cksum_algo != tmpl.cksum_algo) {
+    struct meta_part part;
+    struct meta_object src;   /* UploadPartCopy */
+    struct meta_store *ms;    /* UploadPartCopy: releases the copy if the client left */
+    uint64_t off, len;        /* UploadPartCopy: the source range */
+};
+
+static void on_part_done(struct gw_request *r, struct meta_op *op, void *arg)
+{
+    struct part_ctx *c = arg;
+    if (op->status != 0) {
+        gw__s3_fail(r, op->status, NULL);
+        return;
+    }
+    if (r->op == GW_OP_UPLOAD_PART_COPY) {
+        gw__s3_respond_copy(r, "CopyPartResult", c->part.mtime_ms, c->part.etag,
+                            c->tmpl.cksum_algo, c->part.checksum);
+        return;
+    }
+    gw_header_addf(r, "etag", "\"%.*s\"", (int)c->part.etag.len, c->part.etag.base);
+    gw__s3_checksum_header(r, c->part.checksum.len ? c->body.res.cksum_algo : MG_CKSUM_NONE,
+                           c->part.checksum);
+    gw__s3_respond_empty(r, 200);
+}
+
+static void submit_part(struct gw_request *r, struct part_ctx *c)
+{
+    c->part.mtime_ms = now_ms();
+    struct meta_op *op = gw__s3_op(r, META_OP_MPU_PUT_PART, &c->b);
+    op->in.upload_id = c->id;
+    op->in.part = c->part; /* the op owns part.data from here */
+    gw__s3_submit(r, op, on_part_done, c);
+}
+
+static void on_part_stored(struct gw_request *r, struct gw__s3_body *body, int rv)
+{
+    struct part_ctx *c = body->arg;
+    struct gw_body_result *res = &body->res;
+    if (rv == 0 && c->tmpl.cksum_algo != MG_CKSUM_NONE && res->cksum_algo != c->tmpl.cksum_algo) {
         /* A part declaring another algorithm would be stored under the upload's (a SHA-256
          * listed as ChecksumCRC32) and poison the composite checksum; S3 refuses it. */
-        meta_data_release(r->ms, &part.data);
+        meta_data_release(r->ms, &body->data);
         snprintf(r->errmsg, sizeof(r->errmsg),
                  "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum "
                  "Type: %s",
-                 mg_cksum_algo_name(tmpl.cksum_algo), mg_cksum_algo_name(res.cksum_algo));
+                 mg_cksum_algo_name(c->tmpl.cksum_algo), mg_cksum_algo_name(res->cksum_algo));
         rv = MG_EINVALIDREQUEST;
-        goto fail;
     }
-    part.number = n;
-    part.size = res.size;
-    part.etag = gw__s3_hex_md5(r, res.md5);
-    part.checksum = res.cksum_value;
-    part.mtime_ms = now_ms();
-    /* meta_mpu_put_part owns part.data from here. */
-    if ((rv = meta_mpu_put_part(r->ms, r->bucket, r->key, id, &part)) != 0)
-        goto fail;
-    gw_header_addf(r, "etag", "\"%.*s\"", (int)part.etag.len, part.etag.base);
-    gw__s3_checksum_header(r, res.cksum_value.len ? res.cksum_algo : MG_CKSUM_NONE,
-                           res.cksum_value);
-    gw__s3_respond_empty(r, 200);
-    return;
-fail:
-    gw__s3_fail(r, rv, NULL);
+    if (rv != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    c->part.data = body->data;
+    c->part.size = res->size;
+    c->part.etag = gw__s3_hex_md5(r, res->md5);
+    c->part.checksum = res->cksum_value;
+    submit_part(r, c);
+}
+
+void gw__s3_mpu_upload_part(struct gw_request *r)
+{
+    struct part_ctx *c = mg_arena_alloc(&r->arena, sizeof(*c));
+    int rv;
+    memset(c, 0, sizeof(*c));
+    if ((rv = part_prologue(r, &c->b, &c->id, &c->part.number, &c->tmpl)) != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    c->body.res.cksum_algo = c->tmpl.cksum_algo;
+    c->body.then = on_part_stored;
+    c->body.arg = c;
+    gw__s3_store_body_async(r, &c->body);
 }
 
 /* x-amz-copy-source-range: "bytes=first-last" inside the source, else whole source. */
@@ -208,33 +255,52 @@ static int copy_bytes(struct gw_request *r, const struct meta_object *src, uint6
     return meta_data_writer_finish(w, &r->arena, &part->data);
 }
 
+static int on_part_copy_work(struct gw_request *r, void *arg)
+{
+    struct part_ctx *c = arg;
+    int rv = copy_bytes(r, &c->src, c->off, c->len, c->tmpl.cksum_algo, &c->part);
+    meta_data_unpin(c->ms, &c->src.data); /* the source is read: its pin is done */
+    return rv;
+}
+
+static void on_part_copy_after(struct gw_request *r, void *arg, int rv)
+{
+    struct part_ctx *c = arg;
+    if (r == NULL) {
+        if (rv == 0)
+            meta_data_release(c->ms, &c->part.data);
+        return;
+    }
+    if (rv != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    submit_part(r, c);
+}
+
+/* UploadPartCopy: checks on the loop; the byte copy (reads, blob writes, fsync) on a worker;
+ * then the MPU_PUT_PART op. */
 void gw__s3_mpu_upload_part_copy(struct gw_request *r)
 {
     struct meta_bucket sb;
-    struct meta_object tmpl, src;
-    struct meta_part part;
-    struct mg_str id, sbucket, skey;
-    uint64_t off, len;
-    uint32_t n;
+    struct mg_str sbucket, skey;
+    struct part_ctx *c = mg_arena_alloc(&r->arena, sizeof(*c));
     int rv;
+    memset(c, 0, sizeof(*c));
+    c->ms = r->ms;
     if ((rv = gw__s3_copy_source(r, &sbucket, &skey)) != 0 ||
-        (rv = part_prologue(r, &id, &n, &tmpl)) != 0 ||
-        (rv = gw__s3_object_load(r, sbucket, skey, &sb, &src)) != 0 ||
-        (rv = gw__s3_copy_source_cond(r, &src)) != 0 ||
-        (rv = copy_range(r, src.size, &off, &len)) != 0)
-        goto fail;
-    memset(&part, 0, sizeof(part));
-    if ((rv = copy_bytes(r, &src, off, len, tmpl.cksum_algo, &part)) != 0)
-        goto fail;
-    part.number = n;
-    part.mtime_ms = now_ms();
-    if ((rv = meta_mpu_put_part(r->ms, r->bucket, r->key, id, &part)) != 0)
-        goto fail;
-    gw__s3_respond_copy(r, "CopyPartResult", part.mtime_ms, part.etag, tmpl.cksum_algo,
-                        part.checksum);
-    return;
-fail:
-    gw__s3_fail(r, rv, NULL);
+        (rv = part_prologue(r, &c->b, &c->id, &c->part.number, &c->tmpl)) != 0 ||
+        (rv = gw__s3_object_load_pinned(r, sbucket, skey, &sb, &c->src)) != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    /* The source stays pinned until the worker has read it (on_part_copy_work). */
+    if ((rv = gw__s3_copy_source_cond(r, &c->src)) != 0 ||
+        (rv = copy_range(r, c->src.size, &c->off, &c->len)) != 0 ||
+        (rv = gw_work_queue(r, on_part_copy_work, on_part_copy_after, c, 0)) != 0) {
+        meta_data_unpin(r->ms, &c->src.data);
+        gw__s3_fail(r, rv, NULL);
+    }
 }
 
 static void object_location(struct gw_request *r, struct mg_buf *loc)
@@ -249,22 +315,38 @@ static void object_location(struct gw_request *r, struct mg_buf *loc)
     mg_uri_encode(r->key, 1, loc);
 }
 
+static void on_complete_done(struct gw_request *r, struct meta_op *op, void *arg);
+
 void gw__s3_mpu_complete(struct gw_request *r)
 {
     struct meta_bucket b;
     struct meta_part *parts;
-    struct meta_object out;
     struct mg_str id, body;
-    struct mg_buf x, loc;
     size_t n;
     int rv;
     if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 || (rv = upload_id(r, &id)) != 0 ||
         (rv = gw_body_read_all(r, GW_S3_XML_LARGE_MAX, &body)) != 0 ||
         (rv = gw_xml_parse_complete(body, &r->arena, &parts, &n, r->errmsg)) != 0)
         goto fail;
-    memset(&out, 0, sizeof(out));
-    if ((rv = meta_mpu_complete(r->ms, r->bucket, r->key, id, parts, n, &r->arena, &out)) != 0)
-        goto fail;
+    struct meta_op *op = gw__s3_op(r, META_OP_MPU_COMPLETE, &b);
+    op->in.upload_id = id;
+    op->in.parts = parts;
+    op->in.nparts = n;
+    gw__s3_submit(r, op, on_complete_done, NULL);
+    return;
+fail:
+    gw__s3_fail(r, rv, NULL);
+}
+
+static void on_complete_done(struct gw_request *r, struct meta_op *op, void *arg)
+{
+    const struct meta_object *out = &op->out.object;
+    struct mg_buf x, loc;
+    (void)arg;
+    if (op->status != 0) {
+        gw__s3_fail(r, op->status, NULL);
+        return;
+    }
     mg_buf_init(&loc);
     object_location(r, &loc);
     mg_buf_init(&x);
@@ -272,14 +354,11 @@ void gw__s3_mpu_complete(struct gw_request *r)
     gw_xml_elem(&x, "Location", (struct mg_str){loc.base, loc.len});
     gw_xml_elem(&x, "Bucket", r->bucket);
     gw_xml_elem(&x, "Key", r->key);
-    gw_xml_elem_etag(&x, "ETag", out.etag);
-    gw__s3_checksum_elem(&x, out.cksum_algo, out.cksum_value);
+    gw_xml_elem_etag(&x, "ETag", out->etag);
+    gw__s3_checksum_elem(&x, out->cksum_algo, out->cksum_value);
     gw_xml_close(&x, "CompleteMultipartUploadResult");
     gw__s3_respond_xml(r, &x);
     mg_buf_close(&loc);
-    return;
-fail:
-    gw__s3_fail(r, rv, NULL);
 }
 
 void gw__s3_mpu_abort(struct gw_request *r)
@@ -287,9 +366,13 @@ void gw__s3_mpu_abort(struct gw_request *r)
     struct meta_bucket b;
     struct mg_str id;
     int rv;
-    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) == 0 && (rv = upload_id(r, &id)) == 0)
-        rv = meta_mpu_abort(r->ms, r->bucket, r->key, id);
-    gw__s3_done(r, rv, 204);
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 || (rv = upload_id(r, &id)) != 0) {
+        gw__s3_fail(r, rv, NULL);
+        return;
+    }
+    struct meta_op *op = gw__s3_op(r, META_OP_MPU_ABORT, &b);
+    op->in.upload_id = id;
+    gw__s3_submit_empty(r, op, 204);
 }
 
 /* A numeric query parameter through gw_parse_max; InvalidArgument names it. */

@@ -7,19 +7,28 @@
  * (the S3 handlers, gateway.c), plus GET /health and GET /metrics, and the
  * per-loop lag probe.
  *
- * Deviation from DESIGN.md 5a (until a syncer thread takes fsync off the loop):
- * handlers run synchronously on the loop thread, which is simple and safe with
- * h2o's request lifetimes, but a durable write blocks its loop for one fsync
- * (~0.2 ms here). So that enough writes are in flight for RocksDB's group
- * commit, the default number of loops is 8x the core count, not 1x. A later
- * issue moves fsync to a syncer thread (responses sent from the loop after
- * the commit, requests guarded with h2o_mem_alloc_shared) and the default
- * back to one loop per core. Large GET reads (pread of <= 1 MiB slices)
- * also run on the loop for now. Measured on the 2-core box, 2026-11-30,
- * `mgbench put --size 1KiB --concurrency 64 --duration 8 --rounds 2 --vs`
- * with both servers up, rounds alternating: 16 loops (the default on 2 cores)
- * 12.9k PUT/s, p50 4.4 ms; 4 loops 6.9k PUT/s, p50 8.6 ms (1.85x). An
- * earlier, noisier run gave 32 loops no gain over 16.
+ * Loops and threads (DESIGN.md 5a, issue 7). Handlers never block their
+ * loop: a write hands a meta op to the meta thread (gw_op_submit) and answers
+ * from its done callback; body decoding into the blob store, fsyncs, copies
+ * and blob-backed GET slices run on libuv's worker pool (gw_work_queue).
+ * Loop time per request is therefore CPU only (parse, SigV4, XML, the bucket
+ * lookup), so one loop per core keeps every core busy and more loops only
+ * add context switches: the default is the core count again. (Before
+ * issue 7 the default was 8x cores, because every durable write held its
+ * loop for a synced RocksDB commit and only many loops kept enough commits in
+ * flight for group commit: 16 loops 12.9k PUT/s vs 4 loops 6.9k PUT/s on the
+ * 2-core box, 2026-11-30. With commits off the loops that reason is gone.)
+ *
+ * Worker pool: UV_THREADPOOL_SIZE is process-wide and read at the first
+ * uv_queue_work, so gw__server_create sets it (unless the environment does)
+ * before anything can queue work: 8 threads per core, at least 16, at most
+ * 128. Pool threads mostly wait rather than compute (a blob fsync, ~0.2 ms
+ * here; a pread; a copy waiting for its commit), so the pool must be wider
+ * than the cores for waits to overlap: 64 clients PUTting 64 KiB keep about
+ * 64 x 0.3 ms / (1/5000 s) ~ 2 workers busy at 5k PUT/s, and a few slow
+ * copies must not starve body writes. libuv's default of 4 would let four
+ * copies block every PUT. Jobs that wait on a meta commit are capped at half
+ * the pool (gw_work_queue), since libraft also queues work on this pool.
  *
  * Request bodies: h2o buffers the whole entity before on_req; above 32 MiB
  * the buffer is an mmapped, unlinked temp file created from
@@ -52,6 +61,9 @@
 #define STOP_TICKS_MAX 20 /* graceful stop waits at most 2 s for open connections */
 #define REQ_TIMEOUT_MS 60000
 #define MAX_CONNS_PER_LOOP 8192
+#define POOL_PER_CORE 8
+#define POOL_MIN 16
+#define POOL_MAX 128
 
 /* LeakSanitizer (Asan builds) reads this at start: h2o 2.2.5 keeps per-thread recycle lists
  * of freed chunks by design and has no API to drain them when a loop thread ends. */
@@ -156,7 +168,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     r->srv->dispatch(r);
-    if (r->core.status == 0) {
+    if (r->core.status == 0 && r->core.steps == 0) {
         mg_log(MG_LOG_ERROR, "event=no_response op=%s id=%s", gw_op_label(r->op), r->request_id);
         snprintf(r->errmsg, sizeof(r->errmsg), "The handler produced no response.");
         gw_respond_error(r, MG_EINTERNAL);
@@ -230,6 +242,12 @@ static void loop_dispose(struct gw__loop *l)
         mg_log(MG_LOG_WARN, "event=stop_with_open_connections loop=%d", l->index);
         return;
     }
+    if (l->async_inflight > 0) {
+        /* A meta op or worker job still holds this loop's client or a uv_work_t. */
+        mg_log(MG_LOG_WARN, "event=stop_with_async_steps loop=%d steps=%d", l->index,
+               l->async_inflight);
+        return;
+    }
     /* h2o_context_request_shutdown arms HTTP/2's graceful-shutdown entry even without HTTP/2
      * connections; it has nothing left to do. */
     h2o_timeout_unlink(&l->ctx.http2._graceful_shutdown_timeout);
@@ -252,6 +270,9 @@ static void loop_dispose(struct gw__loop *l)
     uv_close((uv_handle_t *)&l->stop_async, NULL);
     uv_close((uv_handle_t *)&l->stop_timer, NULL);
     uv_close((uv_handle_t *)&l->lag_timer, NULL);
+    gw__async_loop_close(l);
+    meta_client_destroy(l->mc);
+    l->mc = NULL;
     h2o_context_dispose(&l->ctx);
     for (int i = 0; i < 16 && uv_run(&l->loop, UV_RUN_NOWAIT) != 0; i++)
         ;
@@ -286,6 +307,14 @@ static void loop_main(void *arg)
     struct gw__loop *l = arg;
     struct gw_server *srv = l->srv;
     current_loop = l;
+    int e = meta_client_create(srv->ms, &l->loop, &l->mc);
+    if (e != 0) {
+        /* Only on resource exhaustion; writes on this loop would have nowhere to go. */
+        mg_log(MG_LOG_FATAL, "event=meta_client_create_failed loop=%d err=%s", l->index,
+               mg_err_name(e));
+        abort();
+    }
+    gw__async_loop_init(l);
     lag_arm(l);
     if (atomic_fetch_add(&srv->running_loops, 1) + 1 == srv->nloops) {
         atomic_store(&srv->serving, 1);
@@ -419,12 +448,37 @@ static int tls_init(struct gw_server *srv, const struct mg_config *cfg, char *er
 
 /* ---- lifecycle */
 
+static int cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
+}
+
+/* One loop per core: see the top of this file. */
 static int default_loops(void)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores < 1)
-        cores = 1;
-    return (int)(cores * 8 > 64 ? 64 : cores * 8); /* 8x cores: see the top of this file */
+    return cores();
+}
+
+/* UV_THREADPOOL_SIZE before the first uv_queue_work of the process (see the top of this file);
+ * an explicit environment value wins. Returns the size in effect. */
+static int threadpool_setup(void)
+{
+    const char *env = getenv("UV_THREADPOOL_SIZE");
+    int n = env != NULL ? atoi(env) : 0;
+    if (n <= 0) {
+        n = cores() * POOL_PER_CORE;
+        n = n < POOL_MIN ? POOL_MIN : n > POOL_MAX ? POOL_MAX : n;
+        char v[16];
+        snprintf(v, sizeof(v), "%d", n);
+        setenv("UV_THREADPOOL_SIZE", v, 1);
+    }
+    return n > 1024 ? 1024 : n; /* libuv's own cap */
+}
+
+uint32_t gw_inline_max_bytes(const struct gw_request *r)
+{
+    return r->srv->cfg->inline_max_bytes;
 }
 
 static void users_init(struct gw_server *srv, const struct mg_config *cfg)
@@ -467,6 +521,8 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
     struct gw_server *srv = mg_calloc(1, sizeof(*srv));
     srv->cfg = cfg;
     srv->dispatch = dispatch;
+    srv->threadpool_size = threadpool_setup();
+    srv->work_meta_max = srv->threadpool_size / 2;
     srv->region = (struct mg_str){cfg->region, strlen(cfg->region)};
     srv->domain = cfg->domain != NULL ? (struct mg_str){cfg->domain, strlen(cfg->domain)}
                                       : (struct mg_str){"", 0};
@@ -482,8 +538,18 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
     if ((rv = resolve(cfg->listen_host, cfg->listen_port, &ss, errmsg)) != 0 ||
         (rv = port_unclaimed(&ss, errmsg)) != 0)
         goto err_after_tls;
-    struct meta_opts mo = {
-        .data_dir = cfg->data_dir, .wal = 1, .inline_max_bytes = cfg->inline_max_bytes};
+    /* The raft host (every shard's group) listens on meta.raft_listen, by default the S3
+     * port + 1; with the S3 port left to the kernel (0, tests) it takes a free port too. */
+    char raft_addr[300] = "";
+    if (cfg->meta_raft_listen != NULL)
+        snprintf(raft_addr, sizeof(raft_addr), "%s", cfg->meta_raft_listen);
+    else if (cfg->listen_port != 0 && cfg->listen_port < 65535)
+        snprintf(raft_addr, sizeof(raft_addr), "127.0.0.1:%u", cfg->listen_port + 1u);
+    struct meta_opts mo = {.data_dir = cfg->data_dir,
+                           .inline_max_bytes = cfg->inline_max_bytes,
+                           .raft_listen = raft_addr[0] != '\0' ? raft_addr : NULL,
+                           .initial_shards = cfg->meta_initial_shards,
+                           .flusher_hold = cfg->meta_flusher_hold};
     if ((rv = meta_store_open(&mo, &srv->ms, errmsg)) != 0)
         goto err_after_tls;
     srv->nloops = cfg->threads > 0 ? cfg->threads : default_loops();
@@ -500,8 +566,9 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
         }
     }
     srv->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    mg_log(MG_LOG_INFO, "event=listen host=%s port=%u loops=%d tls=%d data_dir=%s",
-           cfg->listen_host, srv->port, srv->nloops, srv->ssl_ctx != NULL, cfg->data_dir);
+    mg_log(MG_LOG_INFO, "event=listen host=%s port=%u loops=%d workers=%d tls=%d data_dir=%s",
+           cfg->listen_host, srv->port, srv->nloops, srv->threadpool_size, srv->ssl_ctx != NULL,
+           cfg->data_dir);
     *out = srv;
     return 0;
 
