@@ -501,11 +501,11 @@ def start_metagate(binary, workdir):
     raise RuntimeError("metagate did not answer /health")
 
 
-def start_rgw(workdir, port):
+def start_rgw(peer, workdir, port):
     d = os.path.join(workdir, "ceph")
     env = dict(os.environ, OBJECTSTORE="memstore", WITH_MGR="0", OSD_BLOCK_SIZE_GB="2",
                RGW_PORT=str(port))
-    subprocess.run([os.path.join(RGW_PEER, "start.sh"), d], env=env, check=True,
+    subprocess.run([os.path.join(peer, "start.sh"), d], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     return d, "http://127.0.0.1:%d" % port
 
@@ -603,6 +603,8 @@ def main():
                     help="start metagate (--bin) and the RGW peer, stop them at the end")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "metagate"))
     ap.add_argument("--rgw-port", type=int, default=7480)
+    ap.add_argument("--rgw-peer", default=RGW_PEER,
+                    help="directory with the peer's start.sh and stop.sh")
     ap.add_argument("--access-key", default=ACCESS_KEY)
     ap.add_argument("--secret-key", default=SECRET_KEY)
     ap.add_argument("--only", action="append", default=[],
@@ -633,7 +635,7 @@ def main():
             workdir = tempfile.mkdtemp(prefix="mg-conformance-")
             proc, args.a = start_metagate(args.bin, workdir)
             procs.append(proc)
-            rgw_dir, args.b = start_rgw(workdir, args.rgw_port)
+            rgw_dir, args.b = start_rgw(args.rgw_peer, workdir, args.rgw_port)
         if not (args.a and args.b):
             ap.error("give --a and --b, or --start-both")
         eps = [Endpoint(args.a_name, args.a, args.access_key, args.secret_key),
@@ -696,7 +698,7 @@ def main():
                 p.kill()
                 p.wait()
         if rgw_dir:
-            subprocess.run([os.path.join(RGW_PEER, "stop.sh"), rgw_dir],
+            subprocess.run([os.path.join(args.rgw_peer, "stop.sh"), rgw_dir],
                            stdout=subprocess.DEVNULL)
         if workdir and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
