@@ -9,9 +9,12 @@
  * Loop lag (issue 7 done-when 4): each loop's probe timer (server.c) records
  * how late it fired into a per-loop histogram, rendered per loop with a p99
  * estimate (the upper bound of the bucket holding the 99th percentile sample
- * since start) so a dashboard or test reads it without PromQL.
+ * since start) so a dashboard or test reads it without PromQL. The meta op
+ * path's queue and each shard's raft group (commit latency, proposals in
+ * flight, applied vs durable index, log bytes) come from meta_op_stats_get.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 
 #define MG_MODULE "gateway"
@@ -193,14 +196,104 @@ static void render_loop_lag(struct mg_buf *o, struct gw_server *srv)
                        (double)rd(&srv->loops[i].metrics.lag_max_us) / 1e6);
 }
 
-/* HOOK (issue 7): per-group Raft figures — commit latency, proposals in flight, applied vs
- * durable index lag, log bytes — and per-queue depths of the meta op path. struct meta_stats
- * does not carry them yet; when meta adds them (e.g. a groups[] array in meta_stats), render
- * them here as metagate_raft_*{group="N"}. Nothing to emit until then. */
-static void render_raft_groups(struct mg_buf *o, const struct meta_stats *st)
+/* The meta op path and, per shard, its raft group (issue 7: commit latency, proposals in
+ * flight, applied vs durable index, log bytes), from meta_op_stats_get's last sample. */
+static const struct {
+    const char *name;
+    const char *type;
+    const char *help;
+    size_t field; /* uint64_t in struct meta_shard_stats */
+} shard_fields[] = {
+    {"metagate_raft_proposals_total", "counter", "Entries proposed to the shard's group.",
+     offsetof(struct meta_shard_stats, proposals)},
+    {"metagate_raft_inflight", "gauge", "Entries submitted to libraft, not yet applied.",
+     offsetof(struct meta_shard_stats, inflight)},
+    {"metagate_raft_queued", "gauge", "Entries waiting for the in-flight wave.",
+     offsetof(struct meta_shard_stats, queued)},
+    {"metagate_raft_commits_total", "counter", "Entries committed and applied.",
+     offsetof(struct meta_shard_stats, commits)},
+    {"metagate_raft_refused_nospace_total", "counter",
+     "Entries refused by disk-full admission (507).",
+     offsetof(struct meta_shard_stats, refused_nospace)},
+    {"metagate_raft_applied_index", "gauge", "Last applied index.",
+     offsetof(struct meta_shard_stats, applied_index)},
+    {"metagate_raft_durable_index", "gauge",
+     "Index flushed to RocksDB (applied - durable replays after a crash).",
+     offsetof(struct meta_shard_stats, durable_index)},
+    {"metagate_raft_last_index", "gauge", "Last index in the log.",
+     offsetof(struct meta_shard_stats, last_index)},
+    {"metagate_raft_log_bytes", "gauge", "The group's log on disk.",
+     offsetof(struct meta_shard_stats, log_bytes)},
+};
+
+static uint64_t shard_field(const struct meta_shard_stats *sh, size_t off)
 {
-    (void)o;
-    (void)st;
+    uint64_t v;
+    memcpy(&v, (const char *)sh + off, sizeof(v));
+    return v;
+}
+
+static void render_commit_latency(struct mg_buf *o, const struct meta_op_stats *st)
+{
+    mg_buf_appendf(o, "# HELP metagate_raft_commit_latency_seconds Propose to apply of committed "
+                      "entries, per shard.\n# TYPE metagate_raft_commit_latency_seconds "
+                      "histogram\n");
+    for (unsigned i = 0; i < st->nshards; i++) {
+        const struct meta_shard_stats *sh = &st->shards[i];
+        uint64_t cum = 0;
+        for (int b = 0; b < META_LATENCY_BUCKETS; b++) {
+            cum += sh->latency_bucket[b];
+            if (b < META_LATENCY_BUCKETS - 1)
+                mg_buf_appendf(o, "metagate_raft_commit_latency_seconds_bucket{shard=\"%u\","
+                                  "le=\"%g\"} %" PRIu64 "\n",
+                               sh->shard_id, (double)meta_latency_bounds_us[b] / 1e6, cum);
+            else
+                mg_buf_appendf(o, "metagate_raft_commit_latency_seconds_bucket{shard=\"%u\","
+                                  "le=\"+Inf\"} %" PRIu64 "\n", sh->shard_id, cum);
+        }
+        mg_buf_appendf(o, "metagate_raft_commit_latency_seconds_sum{shard=\"%u\"} %.6f\n",
+                       sh->shard_id, (double)sh->latency_sum_us / 1e6);
+        mg_buf_appendf(o, "metagate_raft_commit_latency_seconds_count{shard=\"%u\"} %" PRIu64
+                          "\n", sh->shard_id, sh->latency_count);
+    }
+}
+
+static void render_raft_groups(struct mg_buf *o, struct gw_server *srv)
+{
+    struct meta_op_stats *st = mg_calloc(1, sizeof(*st));
+    meta_op_stats_get(srv->ms, st);
+    if (st->nshards > META_OP_STATS_SHARDS_MAX)
+        st->nshards = META_OP_STATS_SHARDS_MAX;
+    gauge(o, "metagate_meta_ops_submitted_total", "counter", "Ops handed to the meta thread.",
+          st->submitted);
+    gauge(o, "metagate_meta_submit_slowdowns_total", "counter",
+          "Op submissions refused because the meta queue was full (503 SlowDown).",
+          st->slowdowns);
+    gauge(o, "metagate_meta_queue_depth", "gauge", "Ops waiting for the meta thread.",
+          st->queue_depth);
+    gauge(o, "metagate_meta_parked_ops", "gauge", "Ops waiting for nothing to be in flight.",
+          st->parked);
+    gauge(o, "metagate_meta_overlay_rows", "gauge", "Pending-write overlay rows.",
+          st->overlay_rows);
+    gauge(o, "metagate_meta_dedup_hits_total", "counter",
+          "Retried request ids answered with their first result.", st->dedup_hits);
+    gauge(o, "metagate_meta_flushes_total", "counter", "RocksDB flushes by the flusher.",
+          st->flushes);
+    mg_buf_appendf(o, "# HELP metagate_raft_leader 1 if this node leads the shard's group and it "
+                      "is ready.\n# TYPE metagate_raft_leader gauge\n");
+    for (unsigned i = 0; i < st->nshards; i++)
+        mg_buf_appendf(o, "metagate_raft_leader{shard=\"%u\"} %d\n", st->shards[i].shard_id,
+                       st->shards[i].leader ? 1 : 0);
+    for (size_t f = 0; f < sizeof(shard_fields) / sizeof(shard_fields[0]); f++) {
+        mg_buf_appendf(o, "# HELP %s %s\n# TYPE %s %s\n", shard_fields[f].name,
+                       shard_fields[f].help, shard_fields[f].name, shard_fields[f].type);
+        for (unsigned i = 0; i < st->nshards; i++)
+            mg_buf_appendf(o, "%s{shard=\"%u\"} %" PRIu64 "\n", shard_fields[f].name,
+                           st->shards[i].shard_id,
+                           shard_field(&st->shards[i], shard_fields[f].field));
+    }
+    render_commit_latency(o, st);
+    mg_free(st);
 }
 
 void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
@@ -237,7 +330,7 @@ void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
           st.blobs.fsyncs);
     gauge(o, "metagate_blob_disk_bytes", "gauge", "Blob store bytes allocated on disk.",
           st.blobs.disk_bytes);
-    render_raft_groups(o, &st);
+    render_raft_groups(o, srv);
     gauge(o, "metagate_loops", "gauge", "Event loops (threads) serving HTTP.",
           (uint64_t)srv->nloops);
     uint64_t conns = 0, refused = 0;

@@ -359,8 +359,8 @@ static void test_object_round_trip(void **state)
     resp_close(&r);
 }
 
-/* Issue 7: every loop's lag probe feeds /metrics (a histogram per loop, a p99 and a max), and
- * the 503-from-full-queue counter is exported. */
+/* Issue 7: every loop's lag probe feeds /metrics (a histogram per loop, a p99 and a max), the
+ * 503-from-full-queue counter is exported, and so are the meta queue and per-group raft figures. */
 static void test_loop_lag_metrics(void **state)
 {
     (void)state;
@@ -382,6 +382,11 @@ static void test_loop_lag_metrics(void **state)
         assert_non_null(strstr(r.body, want));
     }
     assert_non_null(strstr(r.body, "\nmetagate_slowdown_total 0\n"));
+    /* Per-group raft figures (meta_op_stats_get): shard 0 and the data shard are led here. */
+    assert_non_null(strstr(r.body, "metagate_raft_leader{shard=\"0\"} 1\n"));
+    assert_non_null(strstr(r.body, "metagate_raft_commit_latency_seconds_count{shard=\"0\"}"));
+    assert_non_null(strstr(r.body, "metagate_raft_durable_index{shard=\"1\"}"));
+    assert_non_null(strstr(r.body, "\nmetagate_meta_queue_depth "));
     resp_close(&r);
 }
 
