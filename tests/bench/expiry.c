@@ -713,7 +713,8 @@ static void measure(struct ctx *x, struct xres *r, const char *metrics_url)
         metrics_poll(x, &m);
         r->peak_tombstones = nanmax(r->peak_tombstones, m.tombstones);
         r->peak_backlog = nanmax(r->peak_backlog, m.backlog);
-        if (!isnan(m.expired) && !isnan(c_prev) && m.expired > c_prev) {
+        /* counted while "during" only: what grows later does not move the end of expiry */
+        if (t_done < 0 && !isnan(m.expired) && !isnan(c_prev) && m.expired > c_prev) {
             if (t_first < 0) {
                 t_first = t;
                 c_first = m.expired;
@@ -769,14 +770,16 @@ static void measure(struct ctx *x, struct xres *r, const char *metrics_url)
     /* the rate, from first to last expiry observed */
     r->expired_per_s = NAN;
     r->t_end = -1;
+    uint64_t gone_ns = atomic_load(&l[PFX_LOGS].t_gone);
     if (t_last >= 0) {
-        r->t_end = t_last;
+        /* the LIST can see the end before the metric's next poll does */
+        r->t_end = gone_ns && ns_s(gone_ns) < t_last ? ns_s(gone_ns) : t_last;
         if (t_last > t_first && c_last > c_first)
             r->expired_per_s = (c_last - c_first) / (t_last - t_first);
         else
             r->expired_per_s = (c_last - exp0) / (t_last - r->t_rule);
-    } else if (atomic_load(&l[PFX_LOGS].t_gone)) {
-        double gone = ns_s(atomic_load(&l[PFX_LOGS].t_gone));
+    } else if (gone_ns) {
+        double gone = ns_s(gone_ns);
         double from = atomic_load(&l[PFX_LOGS].t_unchanged) ? ns_s(atomic_load(&l[PFX_LOGS].t_unchanged))
                                                            : r->t_rule;
         if (from < r->t_rule)
@@ -1030,10 +1033,19 @@ static int write_plot(const char *png, const struct xres *rs, size_t n, const st
         return -1;
     fprintf(f, "set terminal pngcairo size 1200,1000 noenhanced font 'sans,10'\nset output '%s'\n"
                "set multiplot layout 2,1 title 'mgbench expiry: %" PRIu64 " objects (%" PRIu64
-               " expiring), LIST max-keys 1000; t = 0: rule set'\n"
+               " expiring), LIST max-keys 1000; t = 0: rule set; dotted: expiry over'\n"
                "set grid\nset key outside right\nset logscale y\nset xlabel 's since the rule was set'\n"
                "set ylabel 'LIST latency (ms)'\nset arrow 1 from 0, graph 0 to 0, graph 1 nohead dashtype 2\n",
             png, o->objects, o->objects * 3 / 4);
+    /* the end of each configuration's expiry, in its line's colour */
+    for (size_t i = 0, lt = 1; i < n; i++) {
+        if (!rs[i].ran)
+            continue;
+        if (rs[i].t_end >= 0)
+            fprintf(f, "set arrow %zu from %.3f, graph 0 to %.3f, graph 1 nohead lt %zu dashtype 3\n",
+                    i + 2, rs[i].t_end - rs[i].t_rule, rs[i].t_end - rs[i].t_rule, lt);
+        lt++;
+    }
     for (int k = 0; k < PFX_COUNT; k++) {
         fprintf(f, "set title 'LIST prefix %s%s'\nplot ", pfx_name[k],
                 k == PFX_LOGS ? " (expiring: the oldest 75 % go)" : " (untouched)");
