@@ -669,8 +669,8 @@ static void progress(const char *name, const char *phase, double t, const struct
             atomic_load(&l[0].count), atomic_load(&l[1].count));
 }
 
-/* Before, during, after: see the file comment. */
-static void measure(struct ctx *x, struct xres *r, const char *metrics_url)
+/* Before, during, after: see the file comment. Returns -1 when the rule was refused. */
+static int measure(struct ctx *x, struct xres *r, const char *metrics_url)
 {
     const struct xopts *o = x->o;
     struct lister l[PFX_COUNT];
@@ -788,6 +788,7 @@ static void measure(struct ctx *x, struct xres *r, const char *metrics_url)
         r->expired_per_s = gone > from ? (double)n_old / (gone - from) : NAN;
     }
     metrics_close(&m);
+    return rule_ok ? 0 : -1;
 }
 
 /* Fill the derived figures of r (percentiles are computed when printed). */
@@ -880,7 +881,7 @@ static int run_one(const struct xopts *o, const char *name, struct xres *r)
     if (rv == 0)
         rv = load(&x, r);
     if (rv == 0) {
-        measure(&x, r, o->metrics_url ? o->metrics_url : murl);
+        rv = measure(&x, r, o->metrics_url ? o->metrics_url : murl);
         recover(r, o->tolerance);
         r->ran = 1;
     }
