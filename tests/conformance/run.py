@@ -209,6 +209,8 @@ def send(ep, step, env):
         ep.held[step["hold"]] = (sock, body[half:], method)
         return {"held": True}
     try:
+        if step.get("expect_interim"):
+            return send_expecting(sock, head, body, method, step)
         try:
             sock.sendall(head + body)
         except OSError:
@@ -216,6 +218,36 @@ def send(ep, step, env):
         return finish(sock, method, step)
     finally:
         sock.close()
+
+
+def send_expecting(sock, head, body, method, step):
+    """Expect: 100-continue as a careful client uses it: send the head, wait
+    up to 3 s for the server's first answer, send the body only after a 100.
+    The result's "interim" says what came first."""
+    sock.settimeout(3)
+    sock.sendall(head)
+    try:
+        first = sock.recv(12, socket.MSG_PEEK)
+    except socket.timeout:
+        first = b""
+    sock.settimeout(step.get("timeout", 20))
+    if first.startswith(b"HTTP/1.1 100"):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(1)
+            if not chunk:
+                break
+            data += chunk
+        interim = "100 Continue, then the body"
+        sock.sendall(body)
+    elif first:
+        interim = "final answer before the body"
+    else:
+        interim = "no answer in 3 s, body sent"
+        sock.sendall(body)
+    res = finish(sock, method, step)
+    res["interim"] = interim
+    return res
 
 
 def finish(sock, method, step):
@@ -299,6 +331,8 @@ def fields(res, step):
         f["transport"] = res.get("transport")
         return f
     f["status"] = res["status"]
+    if "interim" in res:
+        f["interim"] = res["interim"]
     f["code"] = res.get("code")
     if res["status"] >= 400 and res.get("body") and not res.get("code"):
         f["error-format"] = "not S3 XML: %r" % res["body"][:60]
@@ -544,7 +578,7 @@ def table(records_by_scen, intended):
     return lines, counts, diffs
 
 
-STATUS_FIELDS = ["transport", "status", "code", "error-format", "message"]
+STATUS_FIELDS = ["transport", "interim", "status", "code", "error-format", "message"]
 
 
 def aws_table(records_by_scen, names):

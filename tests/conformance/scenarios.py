@@ -24,6 +24,8 @@ dict:
                       unsigned_headers yourself)
   content_length      a Content-Length to declare; send_body False: send
                       the head only; timeout: seconds to wait for the answer
+  expect_interim      send the head, wait for 100 Continue before the body;
+                      the field "interim" records what the server sent first
   hold / resume       send the head and half the body and keep the socket
                       under a name; a later {"resume": name} step sends the
                       rest and reads the answer
@@ -513,6 +515,15 @@ AUTH = [
     get("/${b}/nokey", auth="none"),
     put("/${b}/anon", OBJ, auth="none"),
     put("/${b}/anon2", OBJ, auth="none", unsigned_headers={"Expect": "100-continue"}),
+    put("/${b}/anon3", payload(1 << 20, 5), auth="none", expect_interim=True,
+        unsigned_headers={"Expect": "100-continue"}, aws=(403, "AccessDenied"),
+        note="anonymous, waits for 100 before the body"),
+    put("/${b}/signed3", payload(1 << 20, 5), expect_interim=True,
+        unsigned_headers={"Expect": "100-continue"}, aws=(200, None),
+        note="signed, waits for 100 before the body"),
+    put("/${b}/badsig3", payload(1 << 20, 5), auth="bad-signature", expect_interim=True,
+        unsigned_headers={"Expect": "100-continue"}, aws=(403, "SignatureDoesNotMatch"),
+        note="bad signature, waits for 100 before the body"),
 ]
 
 # ---------------------------------------------------------------- lifecycle header
