@@ -167,7 +167,7 @@ struct lister {
 struct xres {
     char name[40];
     uint64_t objects;
-    int ran, keys_refused;
+    int ran, keys;                  /* keys: KEYS_* the server accepted */
     double load_s, load_rate;
     uint64_t load_errors;
     double t_rule, t_end, t_stop;   /* t_end < 0: no expiry observed */
@@ -429,8 +429,16 @@ static int config_known(const char *name)
     return 0;
 }
 
+/* How much of the configuration's keys a server accepts: all of them, lifecycle only (no
+ * "engine"), lifecycle.day_seconds only, none (a build without lifecycle). */
+enum { KEYS_NONE, KEYS_DAY, KEYS_DELETE, KEYS_ALL };
+static const char *const keys_dropped[] = {
+    "lifecycle and engine keys refused: server defaults",
+    "lifecycle.delete and engine.compaction refused",
+    "engine.compaction refused", ""};
+
 static int write_config(const struct server *sv, int port, int raft_port, const struct xopts *o,
-                        const char *ak, const char *sk, const char *name, int with_keys)
+                        const char *ak, const char *sk, const char *name, int keys)
 {
     char p[128];
     snprintf(p, sizeof(p), "%s/metagate.json", sv->dir);
@@ -441,13 +449,16 @@ static int write_config(const struct server *sv, int port, int raft_port, const 
                " \"users\": [{\"name\": \"main\", \"access_key\": \"%s\", \"secret_key\": \"%s\"}],\n"
                " \"meta\": {\"raft_listen\": \"127.0.0.1:%d\"}",
             port, sv->dir, ak, sk, raft_port);
-    if (with_keys) {
-        const char *del, *comp;
-        config_keys(name, &del, &comp);
-        fprintf(f, ",\n \"lifecycle\": {\"day_seconds\": %.0f, \"delete\": \"%s\"},\n"
-                   " \"engine\": {\"compaction\": \"%s\"}",
-                o->day_s, del, comp);
-    }
+    const char *del, *comp;
+    config_keys(name, &del, &comp);
+    if (keys >= KEYS_DAY)
+        fprintf(f, ",\n \"lifecycle\": {\"day_seconds\": %.0f", o->day_s);
+    if (keys >= KEYS_DELETE)
+        fprintf(f, ", \"delete\": \"%s\"", del);
+    if (keys >= KEYS_DAY)
+        fprintf(f, "}");
+    if (keys >= KEYS_ALL)
+        fprintf(f, ",\n \"engine\": {\"compaction\": \"%s\"}", comp);
     fprintf(f, "}\n");
     return fclose(f) == 0 ? 0 : -1;
 }
@@ -486,11 +497,11 @@ static void server_stop(struct server *sv)
 
 /* Start metagate with the configuration's keys; 0 when /health answers. */
 static int server_try(struct server *sv, const struct xopts *o, const char *ak, const char *sk,
-                      const char *name, int with_keys)
+                      const char *name, int keys)
 {
     int port = free_port(), raft_port = free_port();
     if (port < 0 || raft_port < 0 || port == raft_port ||
-        write_config(sv, port, raft_port, o, ak, sk, name, with_keys) != 0)
+        write_config(sv, port, raft_port, o, ak, sk, name, keys) != 0)
         return -1;
     snprintf(sv->url, sizeof(sv->url), "http://127.0.0.1:%d", port);
     char cfgp[128], logp[128];
@@ -531,10 +542,11 @@ static int server_try(struct server *sv, const struct xopts *o, const char *ak, 
     return -1;
 }
 
-/* Start the configuration's metagate. *refused: it rejected the lifecycle/engine keys (a
- * build without them) and runs with defaults instead. */
+/* Start the configuration's metagate with as many of its keys as the build accepts
+ * (*keys: KEYS_*; a build that refuses one logs "unknown key" and is started again with
+ * fewer, and the report says so). */
 static int server_start(struct server *sv, const struct xopts *o, const char *ak, const char *sk,
-                        const char *name, int *refused)
+                        const char *name, int *keys)
 {
     memset(sv, 0, sizeof(*sv));
     snprintf(sv->dir, sizeof(sv->dir), "/tmp/mgb-expiry-XXXXXX");
@@ -542,24 +554,20 @@ static int server_start(struct server *sv, const struct xopts *o, const char *ak
         fprintf(stderr, "mgbench expiry: mkdtemp: %s\n", strerror(errno));
         return -1;
     }
-    *refused = 0;
-    /* a free port can be taken between the probe and metagate's bind: try again */
-    for (int i = 0; i < 3; i++)
-        if (server_try(sv, o, ak, sk, name, 1) == 0)
+    for (int k = KEYS_ALL, tries = 0; k >= KEYS_NONE;) {
+        if (server_try(sv, o, ak, sk, name, k) == 0) {
+            *keys = k;
+            if (k != KEYS_ALL)
+                fprintf(stderr, "mgbench expiry: WARNING: %s: %s (%s)\n", name, keys_dropped[k],
+                        o->metagate);
             return 0;
-        else if (!log_says(sv, "address already in use"))
+        }
+        if (log_says(sv, "address already in use") && ++tries < 3)
+            continue; /* a free port was taken between the probe and metagate's bind */
+        if (!log_says(sv, "unknown key"))
             break;
-    if (log_says(sv, "unknown key")) {
-        fprintf(stderr, "mgbench expiry: WARNING: %s refuses the \"lifecycle\"/\"engine\" "
-                        "config keys; running %s with the server's defaults (the "
-                        "configurations are then identical)\n",
-                o->metagate, name);
-        *refused = 1;
-        for (int i = 0; i < 3; i++)
-            if (server_try(sv, o, ak, sk, name, 0) == 0)
-                return 0;
-            else if (!log_says(sv, "address already in use"))
-                break;
+        k--;
+        tries = 0;
     }
     fprintf(stderr, "mgbench expiry: metagate did not start (config and log in %s)\n", sv->dir);
     return -1;
@@ -840,6 +848,7 @@ static int run_one(const struct xopts *o, const char *name, struct xres *r)
     memset(r, 0, sizeof(*r));
     snprintf(r->name, sizeof(r->name), "%.39s", name);
     r->objects = o->objects;
+    r->keys = KEYS_ALL;
     r->t_end = -1;
     r->expired_per_s = r->expired = r->peak_tombstones = r->lsm_written = r->peak_backlog = NAN;
     r->recover_s = r->before_p50 = NAN;
@@ -863,7 +872,7 @@ static int run_one(const struct xopts *o, const char *name, struct xres *r)
     const char *ak = o->access_key ? o->access_key : DEF_AK;
     const char *sk = o->secret_key ? o->secret_key : DEF_SK;
     if (!o->endpoint) {
-        if (server_start(&sv, o, ak, sk, name, &r->keys_refused) != 0) {
+        if (server_start(&sv, o, ak, sk, name, &r->keys) != 0) {
             server_cleanup(&sv, 1);
             return -1;
         }
@@ -940,9 +949,10 @@ static void print_report(FILE *f, const struct xres *rs, size_t n, const struct 
         fmt_num(c, sizeof(c), r->peak_tombstones, 0);
         fmt_num(d, sizeof(d), r->lsm_written, 0);
         fmt_num(e, sizeof(e), r->expired, 0);
-        fprintf(f, "\n%s%s: load %.1f s (%.0f PUT/s); expired %s (metric), %s; %s objects/s; "
+        fprintf(f, "\n%s%s%s%s: load %.1f s (%.0f PUT/s); expired %s (metric), %s; %s objects/s; "
                    "recover %s s; peak tombstones %s; LSM bytes written %s\n",
-                r->name, r->keys_refused ? " (config keys refused: server defaults)" : "",
+                r->name, r->keys != KEYS_ALL ? " (" : "", keys_dropped[r->keys],
+                r->keys != KEYS_ALL ? ")" : "",
                 r->load_s, r->load_rate, e,
                 r->complete ? "complete" : "NOT complete", a, b, c, d);
         if (r->t_end >= 0)
