@@ -94,6 +94,7 @@ void meta__object_dup(struct mg_arena *a, struct meta_object *o)
     o->tags = dup_kvs(a, o->tags, o->ntags);
     o->owner = dup_str(a, o->owner);
     o->cksum_value = dup_str(a, o->cksum_value);
+    o->upload_id = dup_str(a, o->upload_id);
     if (o->nparts > 0) {
         struct meta_part_info *p = mg_arena_alloc(a, o->nparts * sizeof(*p));
         for (size_t i = 0; i < o->nparts; i++) {

@@ -36,6 +36,7 @@ enum {
     T_INLINE = 17,   /* the bytes */
     T_EXTENT = 18,   /* u64 segment, u64 offset, u64 length, u32 crc32c, u32 flags */
     T_PARTNUM = 19,  /* u32 (parts) */
+    T_UPLOAD_ID = 22, /* the upload a multipart object completed (issue 7: retried Complete) */
 };
 enum { TB_ID = 1, TB_OWNER = 2, TB_CREATED = 3, TB_ACL = 4, TB_TAG = 5, TB_LIFECYCLE = 6 };
 enum { TC_OBJECTS = 1, TC_BYTES = 2 };
@@ -54,6 +55,7 @@ static const struct {
     {T_EXPIRES, offsetof(struct meta_object, expires)},
     {T_OWNER, offsetof(struct meta_object, owner)},
     {T_CKVAL, offsetof(struct meta_object, cksum_value)},
+    {T_UPLOAD_ID, offsetof(struct meta_object, upload_id)},
 };
 
 #define EXTENT_BYTES 32

@@ -191,6 +191,8 @@ struct meta_object {
     struct meta_data data;
     int64_t lc_due_ms;                /* set by meta: the object's lifecycle due row (0: none) */
     uint64_t lc_gen;                  /* set by meta: rules generation lc_due_ms came from */
+    struct mg_str upload_id;          /* set by meta: the multipart upload this object completed
+                                         (a retried CompleteMultipartUpload answers 200) */
 };
 
 /* Preconditions on the destination of a write (conditional PUT). */

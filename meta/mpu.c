@@ -398,6 +398,7 @@ static int build_object(struct mpu_ctx *c, const struct meta_object *tmpl,
     assert(n >= 1 && matched != NULL);
     *o = *tmpl;
     o->key = tmpl->key;
+    o->upload_id = c->upload_id;
     o->parts = mg_arena_alloc(a, n * sizeof(*o->parts));
     o->nparts = n;
     o->size = 0;
@@ -500,6 +501,17 @@ static int complete_locked(struct mpu_ctx *c, const struct meta_part *parts, siz
     return rv;
 }
 
+/* The object at the key is the one this upload completed (same upload id): the upload row is
+ * gone because an earlier Complete of it succeeded. */
+static int completed_before(struct mpu_ctx *c, struct mg_arena *a, struct meta_object *out)
+{
+    int found = 0;
+    if (meta__object_read(c->ms, c->bucket_id, c->key, a, out, &found) != 0 || !found)
+        return 0;
+    return out->upload_id.len == c->upload_id.len &&
+           memcmp(out->upload_id.base, c->upload_id.base, c->upload_id.len) == 0;
+}
+
 int meta__do_mpu_complete(struct meta_store *ms, struct mg_str bucket, struct mg_str key,
                           struct mg_str upload_id, const struct meta_part *parts, size_t nparts,
                           struct mg_arena *a, struct meta_object *out)
@@ -514,6 +526,8 @@ int meta__do_mpu_complete(struct meta_store *ms, struct mg_str bucket, struct mg
     if (rv != 0)
         return rv;
     rv = complete_locked(&c, parts, nparts, a, out, &s);
+    if (rv == MG_ENOSUCHUPLOAD && completed_before(&c, a, out))
+        return 0; /* a retry of a Complete that succeeded: its first result (as AWS answers) */
     if (rv != 0)
         return rv;
     /* Retired in the same entry: freed when it applies and nothing pins them. */

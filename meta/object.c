@@ -366,6 +366,7 @@ int meta_object_copy_range(struct meta_store *ms, struct mg_str src_bucket, stru
     int whole = copy.size == src.size && src.nparts == 0;
     struct meta_object obj = *dst;
     obj.data = copy;
+    obj.upload_id = (struct mg_str){"", 0}; /* a copy completed no upload */
     obj.parts = NULL;
     obj.nparts = 0;
     obj.etag = whole && src.etag.len ? src.etag : (struct mg_str){mg_arena_dup(a, md5_hex, 32), 32};

@@ -181,6 +181,36 @@ static void test_snapshot_restore(void **state)
     }
 }
 
+/* A retried CompleteMultipartUpload of an upload that already completed answers 200 with
+ * the same ETag, as AWS does, instead of NoSuchUpload; another upload id still gets
+ * NoSuchUpload, and once the key is overwritten the retry is NoSuchUpload too. */
+static void test_complete_retry(void **state)
+{
+    struct fx *f = *state;
+    struct meta_object tmpl = {.key = S("mp")};
+    struct mg_str uid;
+    assert_int_equal(meta_mpu_create(f->ms, BKT, &tmpl, &f->a, &uid), 0);
+    char bytes[1000];
+    fx_fill(bytes, sizeof(bytes), 5);
+    struct meta_part part = {.number = 1, .etag = S("0123456789abcdef0123456789abcdef")};
+    fx_data(f, bytes, sizeof(bytes), &part.data);
+    part.size = part.data.size;
+    assert_int_equal(meta_mpu_put_part(f->ms, BKT, S("mp"), uid, &part), 0);
+    struct meta_part want = {.number = 1, .etag = part.etag};
+    struct meta_object first, again;
+    assert_int_equal(meta_mpu_complete(f->ms, BKT, S("mp"), uid, &want, 1, &f->a, &first), 0);
+    assert_int_equal(meta_mpu_complete(f->ms, BKT, S("mp"), uid, &want, 1, &f->a, &again), 0);
+    assert_int_equal(again.etag.len, first.etag.len);
+    assert_memory_equal(again.etag.base, first.etag.base, first.etag.len);
+    assert_int_equal(again.size, sizeof(bytes));
+    assert_int_equal(meta_mpu_complete(f->ms, BKT, S("mp"), S("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+                                       &want, 1, &f->a, &again),
+                     MG_ENOSUCHUPLOAD);
+    assert_int_equal(fx_put(f, BKT, S("mp"), "new", 3, NULL), 0);
+    assert_int_equal(meta_mpu_complete(f->ms, BKT, S("mp"), uid, &want, 1, &f->a, &again),
+                     MG_ENOSUCHUPLOAD);
+}
+
 int test_shard_run(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,6 +218,7 @@ int test_shard_run(void)
         cmocka_unit_test_setup_teardown(test_retried_request_id, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_refused_proposal_no_trace, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_restore, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_complete_retry, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests_name("shard", tests, NULL, NULL);
 }
