@@ -34,6 +34,8 @@ dict:
                       "?Name" compares presence only
   compare_message     also compare the error's <Message>
   aws_message         the <Message> AWS sends (compared by prefix)
+  aws_fields          {field: value} AWS documents (field names as in the
+                      table: "hdr:x-amz-checksum-type", "xml:ChecksumCRC32")
   aws                 (status, Code) AWS documents for this request (Code None
                       for a success); run.py reports each endpoint that differs
   ignore              fields not to compare for this step
@@ -234,8 +236,11 @@ MPU_SHA256 = [
                                   (2, "e2", "<ChecksumSHA256>%s</ChecksumSHA256>"
                                    % sha256_b64(PSMALL))]),
          query=[("uploadId", "${u}")], xml=["ETag", "ChecksumSHA256", "ChecksumType"],
-         note="expected ChecksumSHA256 " + SHA_COMPOSITE),
-    head("/${b}/s", headers={"x-amz-checksum-mode": "ENABLED"}),
+         note="expected ChecksumSHA256 " + SHA_COMPOSITE,
+         aws_fields={"xml:ChecksumSHA256": SHA_COMPOSITE, "xml:ChecksumType": "COMPOSITE"}),
+    head("/${b}/s", headers={"x-amz-checksum-mode": "ENABLED"},
+         aws_fields={"hdr:x-amz-checksum-sha256": SHA_COMPOSITE,
+                     "hdr:x-amz-checksum-type": "COMPOSITE"}),
     get("/${b}/s", query=[("partNumber", "1")], headers={"x-amz-checksum-mode": "ENABLED"}),
     get("/${b}/s", query=[("attributes", None)],
         headers={"x-amz-object-attributes": "ETag,Checksum,ObjectParts,ObjectSize"},
@@ -252,7 +257,9 @@ FULL = P5 + PSMALL
 MPU_CRC32_FULL = [
     create_mpu("c", headers={"x-amz-checksum-algorithm": "CRC32",
                              "x-amz-checksum-type": "FULL_OBJECT"},
-               xml=["?UploadId", "ChecksumAlgorithm", "ChecksumType"]),
+               xml=["?UploadId", "ChecksumAlgorithm", "ChecksumType"],
+               aws_fields={"hdr:x-amz-checksum-algorithm": "CRC32",
+                           "hdr:x-amz-checksum-type": "FULL_OBJECT"}),
     upload_part("c", 1, P5, "e1", headers={"x-amz-checksum-crc32": crc32_b64(P5),
                                            "x-amz-sdk-checksum-algorithm": "CRC32"}),
     upload_part("c", 2, PSMALL, "e2", headers={"x-amz-checksum-crc32": crc32_b64(PSMALL),
@@ -263,8 +270,11 @@ MPU_CRC32_FULL = [
          query=[("uploadId", "${u}")],
          headers={"x-amz-checksum-crc32": crc32_b64(FULL), "x-amz-checksum-type": "FULL_OBJECT"},
          xml=["ETag", "ChecksumCRC32", "ChecksumType"],
-         note="expected ChecksumCRC32 " + crc32_b64(FULL)),
-    head("/${b}/c", headers={"x-amz-checksum-mode": "ENABLED"}),
+         note="expected ChecksumCRC32 " + crc32_b64(FULL),
+         aws_fields={"xml:ChecksumCRC32": crc32_b64(FULL), "xml:ChecksumType": "FULL_OBJECT"}),
+    head("/${b}/c", headers={"x-amz-checksum-mode": "ENABLED"},
+         aws_fields={"hdr:x-amz-checksum-crc32": crc32_b64(FULL),
+                     "hdr:x-amz-checksum-type": "FULL_OBJECT"}),
     create_mpu("c2", var="u2", headers={"x-amz-checksum-algorithm": "CRC32",
                                         "x-amz-checksum-type": "FULL_OBJECT"}),
     upload_part("c2", 1, PSMALL, "f1", upload="u2",
@@ -286,7 +296,8 @@ PUT_CHECKSUMS = [
     head("/${b}/p1", headers={"x-amz-checksum-mode": "ENABLED"}),
     put("/${b}/p2", OBJ, headers={"x-amz-checksum-crc32": crc32_b64(b"no"),
                                   "x-amz-sdk-checksum-algorithm": "CRC32"}),
-    put("/${b}/p3", OBJ, headers={"Content-Encoding": "aws-chunked",
+    put("/${b}/p3", OBJ, aws_fields={"hdr:x-amz-checksum-crc32": crc32_b64(OBJ)},
+        headers={"Content-Encoding": "aws-chunked",
                                   "x-amz-sdk-checksum-algorithm": "CRC32"},
         aws_chunked={"mode": "STREAMING-UNSIGNED-PAYLOAD-TRAILER", "chunk": 400,
                      "trailer": ("x-amz-checksum-crc32", crc32_b64(OBJ))},
@@ -530,11 +541,21 @@ AUTH = [
 LIFECYCLE_XML = ("<LifecycleConfiguration><Rule><ID>r1</ID><Filter><Prefix>exp/</Prefix></Filter>"
                  "<Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>"
                  "</LifecycleConfiguration>")
+def _expiry(days):
+    """x-amz-expiration for an object created now under Expiration/Days: the
+    creation time plus days, rounded up to the next 00:00 UTC."""
+    import datetime
+    now = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=days)
+    day = (now + datetime.timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    return 'expiry-date="%s", rule-id="r1"' % day.strftime("%a, %d %b %Y %H:%M:%S GMT")
+
+
+EXPIRATION = _expiry(1)
 LIFECYCLE = [
     put("/${b}", LIFECYCLE_XML, query=[("lifecycle", None)],
         headers={"Content-MD5": md5_b64(LIFECYCLE_XML.encode())}),
-    put("/${b}/exp/o", OBJ),
-    head("/${b}/exp/o"),
+    put("/${b}/exp/o", OBJ, aws_fields={"hdr:x-amz-expiration": EXPIRATION}),
+    head("/${b}/exp/o", aws_fields={"hdr:x-amz-expiration": EXPIRATION}),
     get("/${b}/exp/o"),
     put("/${b}/keep/o", OBJ),
     get("/${b}", query=[("lifecycle", None)], xml=["ID", "Days", "Prefix"]),
