@@ -43,6 +43,8 @@ void mg_config_init(struct mg_config *cfg)
     cfg->region = dup_str("us-east-1");
     cfg->inline_max_bytes = 4096;
     cfg->log_level = dup_str("info");
+    cfg->lc_day_seconds = 86400;
+    cfg->engine_compaction = dup_str("locality");
 }
 
 static void users_free(struct mg_config *cfg)
@@ -70,6 +72,7 @@ void mg_config_close(struct mg_config *cfg)
     mg_free(cfg->domain);
     mg_free(cfg->log_level);
     mg_free(cfg->meta_raft_listen);
+    mg_free(cfg->engine_compaction);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -271,6 +274,73 @@ static int parse_meta(struct mg_config *cfg, yajl_val v, char *errmsg)
     return 0;
 }
 
+/* "lifecycle": {"day_seconds": N, "max_per_second": N, "delete": "range"|"point"} */
+static int parse_lifecycle(struct mg_config *cfg, yajl_val v, char *errmsg)
+{
+    if (!YAJL_IS_OBJECT(v))
+        return fail(errmsg, "config key \"%s\": expected an object", "lifecycle");
+    for (size_t i = 0; i < v->u.object.len; i++) {
+        const char *k = v->u.object.keys[i];
+        yajl_val x = v->u.object.values[i];
+        long long n;
+        int rv;
+        if (strcmp(k, "day_seconds") == 0) {
+            if ((rv = get_int(x, "lifecycle.day_seconds", 1, 86400LL * 366, &n, errmsg)) != 0)
+                return rv;
+            cfg->lc_day_seconds = (uint32_t)n;
+        } else if (strcmp(k, "max_per_second") == 0) {
+            if ((rv = get_int(x, "lifecycle.max_per_second", 0, 1000000000LL, &n, errmsg)) != 0)
+                return rv;
+            cfg->lc_max_per_second = (uint64_t)n;
+        } else if (strcmp(k, "delete") == 0) {
+            char *mode = NULL;
+            if ((rv = get_string(x, "lifecycle.delete", &mode, errmsg)) != 0)
+                return rv;
+            int ok = strcmp(mode, "range") == 0 || strcmp(mode, "point") == 0;
+            cfg->lc_delete_point = strcmp(mode, "point") == 0;
+            mg_free(mode);
+            if (!ok)
+                return fail(errmsg, "config key \"%s\": expected \"range\" or \"point\"",
+                            "lifecycle.delete");
+        } else {
+            char key[64];
+            snprintf(key, sizeof(key), "lifecycle.%.40s", k);
+            return fail(errmsg, "config key \"%s\": unknown key", key);
+        }
+    }
+    return 0;
+}
+
+/* "engine": {"compaction": "locality"|"rocksdb"|"rocksdb+collector"} (the spellings of
+ * engine/engine.h eng_compaction_parse, which common/ cannot call: it sits below engine/). */
+static int parse_engine(struct mg_config *cfg, yajl_val v, char *errmsg)
+{
+    static const char *modes[] = {"locality", "rocksdb", "rocksdb+collector"};
+    if (!YAJL_IS_OBJECT(v))
+        return fail(errmsg, "config key \"%s\": expected an object", "engine");
+    for (size_t i = 0; i < v->u.object.len; i++) {
+        const char *k = v->u.object.keys[i];
+        int rv;
+        if (strcmp(k, "compaction") != 0) {
+            char key[64];
+            snprintf(key, sizeof(key), "engine.%.40s", k);
+            return fail(errmsg, "config key \"%s\": unknown key", key);
+        }
+        if ((rv = get_string(v->u.object.values[i], "engine.compaction",
+                             &cfg->engine_compaction, errmsg)) != 0)
+            return rv;
+        int ok = 0;
+        for (size_t j = 0; j < sizeof(modes) / sizeof(modes[0]); j++)
+            ok |= strcmp(cfg->engine_compaction, modes[j]) == 0;
+        if (!ok)
+            return fail(errmsg,
+                        "config key \"%s\": expected \"locality\", \"rocksdb\" or "
+                        "\"rocksdb+collector\"",
+                        "engine.compaction");
+    }
+    return 0;
+}
+
 static int parse_key(struct mg_config *cfg, const char *k, yajl_val v, char *errmsg)
 {
     long long n;
@@ -295,6 +365,10 @@ static int parse_key(struct mg_config *cfg, const char *k, yajl_val v, char *err
         return parse_tls(cfg, v, errmsg);
     if (strcmp(k, "meta") == 0)
         return parse_meta(cfg, v, errmsg);
+    if (strcmp(k, "lifecycle") == 0)
+        return parse_lifecycle(cfg, v, errmsg);
+    if (strcmp(k, "engine") == 0)
+        return parse_engine(cfg, v, errmsg);
     if (strcmp(k, "domain") == 0) {
         if ((rv = get_string(v, k, &cfg->domain, errmsg)) != 0)
             return rv;

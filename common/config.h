@@ -9,7 +9,9 @@
  *
  * Keys: listen ("HOST:PORT"), data_dir, region, users[{name, access_key,
  * secret_key}], tls{cert_file, key_file}, domain, threads, inline_max_bytes,
- * log_level, meta{raft_listen, initial_shards, flusher}. Not thread-safe; loaded once by main before threads start.
+ * log_level, meta{raft_listen, initial_shards, flusher}, lifecycle{day_seconds,
+ * max_per_second, delete}, engine{compaction}. Not thread-safe; loaded once by main before
+ * threads start.
  */
 #ifndef MG_COMMON_CONFIG_H
 #define MG_COMMON_CONFIG_H
@@ -42,6 +44,13 @@ struct mg_config {
     char *meta_raft_listen;    /* meta.raft_listen "HOST:PORT"; NULL: listen port + 1 */
     unsigned meta_initial_shards; /* meta.initial_shards: data shards of a new store (1..63) */
     int meta_flusher_hold;     /* meta.flusher "hold": test switch, RocksDB never flushed */
+    uint32_t lc_day_seconds;   /* lifecycle.day_seconds: one lifecycle "day" (1..86400*366;
+                                  default 86400), tests shrink it (RGW's lc_debug_interval) */
+    uint64_t lc_max_per_second; /* lifecycle.max_per_second: objects/s expired (0 = unlimited,
+                                   the default; at most 1e9) */
+    int lc_delete_point;       /* lifecycle.delete "point" (1) or "range" (0, the default) */
+    char *engine_compaction;   /* engine.compaction "locality" (default), "rocksdb",
+                                  "rocksdb+collector": hand to eng_compaction_parse */
 };
 
 /* Defaults: listen 127.0.0.1:9000, data_dir ./data, region us-east-1, threads 0,

@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The public header of lifecycle/: the bucket lifecycle rule model (issue 8).
+ * The public header of lifecycle/ (issue 8). Two libraries, so layering stays one-way
+ * (STYLE.md 1, 8): mg_lcrules is the pure rule model below (everything up to "scheduler");
+ * meta/ links it to compute due times inside its ops. mg_lifecycle is the scheduler at the
+ * end of this header; it links mg_meta (and mg_lcrules) and calls meta's lifecycle ops:
+ * lifecycle (scheduler) -> meta -> lifecycle (rules) -> common.
+ *
+ * The rule model (issue 8).
  * A PutBucketLifecycleConfiguration body is parsed and validated into a
  * struct lc_config (lc_config_parse), compiled into a versioned, endian-fixed,
  * checksummed binary form that the bucket record stores (lc_config_compile /
@@ -190,5 +196,37 @@ void lc_rate_init(struct lc_rate *r, uint64_t per_second, int64_t now_ns);
 uint64_t lc_rate_take(struct lc_rate *r, uint64_t want, int64_t now_ns);
 /* ns to wait from now_ns until one object can be granted (0 = now). */
 int64_t lc_rate_wait_ns(const struct lc_rate *r, int64_t now_ns);
+
+/* ---------------------------------------------------- scheduler (mg_lifecycle)
+ *
+ * One thread per node (off every event loop) that enforces the rules meta indexed
+ * (meta/meta.h "lifecycle"): for each bucket with rules it walks the due rows up to now in key
+ * order and submits expire-batch ops through meta's blocking API, runs the bucket's re-index
+ * walk after a rules change, and aborts incomplete multipart uploads past
+ * AbortIncompleteMultipartUpload. Progress lives in meta (the bucket's 'L' row), so after
+ * kill -9 a new scheduler resumes where the old one was. */
+
+struct meta_store;
+struct lc_scheduler;
+
+struct lc_scheduler_opts {
+    uint32_t day_seconds;        /* lifecycle.day_seconds (0: LC_DAY_SECONDS): upload aborts */
+    uint64_t max_per_second;     /* lifecycle.max_per_second: objects/s expired (0: unlimited) */
+    uint32_t batch_max;          /* due rows per expire-batch op (0 or > 1000: 1000) */
+    uint32_t reindex_per_second; /* entries/s a re-index walk visits (0: 20000) */
+    uint32_t idle_ms;            /* pause after a pass that found nothing to do (0: 1000) */
+    uint64_t busy_load;          /* foreground load (meta_lc_load) at which it backs off
+                                    (0: 256) */
+};
+
+/* Start the scheduler thread on ms (which must outlive it). opts may be NULL (defaults).
+ * Returns 0 or MG_EIO (no thread). */
+int lc_scheduler_create(struct meta_store *ms, const struct lc_scheduler_opts *opts,
+                        struct lc_scheduler **out);
+/* Stop the thread (an op in progress finishes first) and free s. NULL is a no-op. */
+void lc_scheduler_destroy(struct lc_scheduler *s);
+/* Start a pass now (not waiting out idle_ms) and wait until a pass that began after this call
+ * has ended. For tests and tools. */
+void lc_scheduler_run_pass(struct lc_scheduler *s);
 
 #endif

@@ -16,7 +16,8 @@
 #include <string.h>
 
 #define MG_MODULE "meta"
-#include "meta/shard.h"
+#include "lifecycle/lifecycle.h"
+#include "meta/expire.h"
 
 static int ends_with(struct mg_str s, const char *suffix)
 {
@@ -328,6 +329,35 @@ int meta_bucket_list(struct meta_store *ms, struct mg_str owner, struct mg_arena
     return rv;
 }
 
+/* SET_LIFECYCLE: the XML and its compiled rules (compiled here when the caller passed only
+ * the XML), and a new rules generation (existing objects are re-indexed against it in the
+ * background: lifecycle/scheduler.c). */
+static int set_lifecycle(struct meta_bucket *cur, const struct meta_bucket *values,
+                         struct mg_arena *a)
+{
+    cur->lifecycle = values->lifecycle;
+    cur->lifecycle_bin = values->lifecycle_bin;
+    cur->lc_gen++;
+    if (values->lifecycle.len == 0 || values->lifecycle_bin.len != 0)
+        return 0;
+    struct lc_config cfg;
+    struct mg_buf bin;
+    char errmsg[LC_ERRMSG_LEN];
+    int rv = lc_config_parse(values->lifecycle, a, &cfg, errmsg);
+    if (rv != 0) {
+        /* The gateway validates before it stores (S3's errors are its to give); a caller that
+         * stores XML no parser accepts gets it kept as is, with no rules enforced. */
+        mg_log(MG_LOG_WARN, "event=lifecycle_not_compiled err=%s msg=\"%s\"", mg_err_name(rv),
+               errmsg);
+        return 0;
+    }
+    mg_buf_init(&bin);
+    lc_config_compile(&cfg, &bin);
+    cur->lifecycle_bin = (struct mg_str){mg_arena_dup(a, bin.base, bin.len), bin.len};
+    mg_buf_close(&bin);
+    return 0;
+}
+
 static int update_locked(struct meta_store *ms, struct mg_str name, unsigned mask,
                          const struct meta_bucket *values)
 {
@@ -345,14 +375,18 @@ static int update_locked(struct meta_store *ms, struct mg_str name, unsigned mas
         cur.tags = values->tags;
         cur.ntags = values->ntags;
     }
-    if (mask & META_BUCKET_SET_LIFECYCLE)
-        cur.lifecycle = values->lifecycle;
+    if ((mask & META_BUCKET_SET_LIFECYCLE) && (rv = set_lifecycle(&cur, values, &a)) != 0) {
+        mg_arena_close(&a);
+        return rv;
+    }
     struct mg_buf k, v;
     mg_buf_init(&k);
     mg_buf_init(&v);
     meta__key_bucket(&k, name);
     meta__bucket_encode(&cur, &v);
     rv = meta__apply_put(ms, &k, &v);
+    if (rv == 0 && (mask & META_BUCKET_SET_LIFECYCLE))
+        meta__lc_rules_changed(cur.id);
     mg_arena_close(&a);
     return rv;
 }

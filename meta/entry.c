@@ -36,9 +36,20 @@ enum {
     T_INLINE = 17,   /* the bytes */
     T_EXTENT = 18,   /* u64 segment, u64 offset, u64 length, u32 crc32c, u32 flags */
     T_PARTNUM = 19,  /* u32 (parts) */
+    T_LC_DUE = 20,   /* u64 (ms): the entry's lifecycle due row; absent: none (issue 8) */
+    T_LC_GEN = 21,   /* u64: the rules generation T_LC_DUE came from */
     T_UPLOAD_ID = 22, /* the upload a multipart object completed (issue 7: retried Complete) */
 };
-enum { TB_ID = 1, TB_OWNER = 2, TB_CREATED = 3, TB_ACL = 4, TB_TAG = 5, TB_LIFECYCLE = 6 };
+enum {
+    TB_ID = 1,
+    TB_OWNER = 2,
+    TB_CREATED = 3,
+    TB_ACL = 4,
+    TB_TAG = 5,
+    TB_LIFECYCLE = 6,
+    TB_LC_BIN = 7, /* the compiled rules (lifecycle/lifecycle.h); absent in older records */
+    TB_LC_GEN = 8, /* u64 rules generation; absent: 0 */
+};
 enum { TC_OBJECTS = 1, TC_BYTES = 2 };
 
 /* The string fields of an object entry, by tag. */
@@ -167,6 +178,11 @@ void meta__object_encode(const struct meta_object *o, enum meta_rec_kind kind, s
         meta__put_u64(out, p->size);
         mg_buf_append(out, p->checksum.base, p->checksum.len);
     }
+    if (o->lc_due_ms != 0) { /* objects no rule matches cost nothing */
+        assert(o->lc_due_ms > 0);
+        w_u64(out, T_LC_DUE, (uint64_t)o->lc_due_ms);
+        w_u64(out, T_LC_GEN, o->lc_gen);
+    }
 }
 
 void meta__part_encode(const struct meta_part *p, struct mg_buf *out)
@@ -188,6 +204,9 @@ void meta__bucket_encode(const struct meta_bucket *b, struct mg_buf *out)
     w_u32(out, TB_ACL, (uint32_t)b->acl);
     w_kvs(out, TB_TAG, b->tags, b->ntags);
     w_str(out, TB_LIFECYCLE, b->lifecycle);
+    w_str(out, TB_LC_BIN, b->lifecycle_bin);
+    if (b->lc_gen != 0)
+        w_u64(out, TB_LC_GEN, b->lc_gen);
 }
 
 void meta__counters_encode(uint64_t objects, uint64_t bytes, struct mg_buf *out)
@@ -341,6 +360,12 @@ static int r_object_item(struct obj_scan *s, unsigned tag, const uint8_t *v, siz
     case T_PARTNUM:
         s->partnum = n == 4 ? meta__get_u32(v) : 0;
         return r_fixed(n, 4);
+    case T_LC_DUE:
+        o->lc_due_ms = n == 8 ? (int64_t)meta__get_u64(v) : 0;
+        return n == 8 && o->lc_due_ms > 0 ? 0 : MG_ECORRUPT;
+    case T_LC_GEN:
+        o->lc_gen = n == 8 ? meta__get_u64(v) : 0;
+        return r_fixed(n, 8);
     case T_INLINE:
         s->have_inline = 1;
         o->data.inline_data = s_of(v, n);
@@ -505,6 +530,12 @@ static int r_bucket_item(struct meta_bucket *b, unsigned tag, const uint8_t *v, 
     case TB_LIFECYCLE:
         b->lifecycle = s_of(v, n);
         return 0;
+    case TB_LC_BIN:
+        b->lifecycle_bin = s_of(v, n);
+        return 0;
+    case TB_LC_GEN:
+        b->lc_gen = n == 8 ? meta__get_u64(v) : 0;
+        return r_fixed(n, 8);
     default:
         return 0;
     }

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #define MG_MODULE "meta"
-#include "meta/shard.h"
+#include "meta/expire.h"
 
 struct exec_ctx {
     struct meta_ws *ws;
@@ -117,6 +117,9 @@ static int run_body(struct meta_store *ms, struct meta_op *op)
                                      op->in.parts, op->in.nparts, a, &op->out.object);
     case META_OP_MPU_ABORT:
         return meta__do_mpu_abort(ms, op->in.bucket, op->in.key, op->in.upload_id);
+    case META_OP_EXPIRE_BATCH:
+    case META_OP_LC_REINDEX:
+        return meta__do_lifecycle(ms, op);
     default:
         return MG_EINVALIDARGUMENT;
     }

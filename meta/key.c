@@ -21,6 +21,7 @@
 
 #define MG_MODULE "meta"
 #include "meta/internal.h"
+#include "meta/expire.h"
 
 void meta__put_u64(struct mg_buf *k, uint64_t v)
 {
@@ -168,6 +169,11 @@ void meta__key_due(struct mg_buf *k, uint64_t bucket_id, int64_t due_ms, struct 
     put_table(k, bucket_id, META_TBL_DUE);
     meta__put_u64(k, (uint64_t)due_ms);
     mg_buf_append(k, key.base, key.len);
+}
+
+void meta__key_lc_progress(struct mg_buf *k, uint64_t bucket_id)
+{
+    put_table(k, bucket_id, META_TBL_LC_PROGRESS);
 }
 
 void meta__key_meta_prefix(struct mg_buf *k, uint64_t bucket_id, uint64_t parent_id)

@@ -116,7 +116,7 @@ int meta_bucket_list(struct meta_store *ms, struct mg_str owner, struct mg_arena
 /* Field updates; which fields by mask. Returns 0, MG_ENOSUCHBUCKET, MG_EIO.
  * META_BUCKET_SET_LIFECYCLE sets lifecycle and lifecycle_bin (both empty: delete) and bumps
  * lc_gen; when lifecycle_bin is empty but lifecycle is not, the op compiles the XML itself
- * (lc_config_parse: its errors, e.g. MG_EMALFORMEDXML, are returned). */
+ * (XML lc_config_parse refuses is kept with no rules: validating is the gateway's job). */
 enum { META_BUCKET_SET_ACL = 1, META_BUCKET_SET_TAGS = 2, META_BUCKET_SET_LIFECYCLE = 4 };
 int meta_bucket_update(struct meta_store *ms, struct mg_str name, unsigned mask,
                        const struct meta_bucket *values);
@@ -397,6 +397,8 @@ struct meta_expire_result {
 struct meta_lc_progress {
     int64_t sched_due_ms;      /* the scheduler's cursor: due rows before (due, key) are done */
     struct mg_str sched_key;
+    uint64_t sched_epoch;      /* bumped when a write puts a due row behind the cursor (a Date
+                                  rule in the past, a re-tag): the cursor moved back to it */
     uint64_t reindex_gen;      /* rules generation the re-index walk applies */
     int reindex_done;          /* it visited every entry */
     struct mg_str reindex_key; /* last entry it visited (exclusive start of the next step) */
@@ -410,17 +412,27 @@ int meta_lc_progress_get(struct meta_store *ms, uint64_t bucket_id, struct mg_ar
  * rules must still expire it at or before now; else its row is only dropped (or moved when a
  * rule matches later). Consecutive expiring entries are deleted with one range tombstone when
  * nothing else lives in between (committed rows and pending writes), unless
- * meta_opts.lc_delete_point. The scheduler's cursor moves past the last item. now_ms 0: the
- * clock. Returns 0, MG_ENOSUCHBUCKET, MG_EINVALIDARGUMENT (n > META_EXPIRE_BATCH_MAX), MG_EIO,
+ * meta_opts.lc_delete_point. The scheduler's cursor moves past the last item unless its epoch
+ * is no longer the scan's (epoch, from meta_lc_due_scan). now_ms 0: the clock. Returns 0, MG_ENOSUCHBUCKET, MG_EINVALIDARGUMENT (n > META_EXPIRE_BATCH_MAX), MG_EIO,
  * MG_ENOSPC, MG_ESHUTDOWN. Not from an event loop. */
 int meta_lc_expire_batch(struct meta_store *ms, struct mg_str bucket,
                          const struct meta_expire_item *items, size_t n, int64_t now_ms,
-                         struct meta_expire_result *out);
+                         uint64_t epoch, struct meta_expire_result *out);
 /* Blocking: one step of the bucket's re-index walk: up to n entries after the persisted
  * position get their due row recomputed with the current rules (a new generation restarts
  * the walk). Returns as above. */
 int meta_lc_reindex_step(struct meta_store *ms, struct mg_str bucket, size_t n,
                          struct meta_expire_result *out);
+
+/* The scheduler's read: up to max due rows of bucket_id with due <= now_ms, in key order from
+ * the persisted cursor (meta_lc_progress.sched_*), each with its entry's mtime (0 when the
+ * entry is gone), from committed state. items (max entries) and keys from a. *oldest_due_ms
+ * gets the first row's due time (0 when none is due); *epoch the cursor's epoch (pass it to
+ * meta_lc_expire_batch). Returns 0, MG_EIO, MG_ECORRUPT. Any
+ * thread that may block. */
+int meta_lc_due_scan(struct meta_store *ms, uint64_t bucket_id, int64_t now_ms, size_t max,
+                     struct mg_arena *a, struct meta_expire_item *items, size_t *n,
+                     int64_t *oldest_due_ms, uint64_t *epoch);
 
 /* Back-pressure for background work: ops queued for the meta thread plus entries in flight.
  * Cheap (one lock, racy read of the in-flight count); any thread. */
@@ -494,6 +506,7 @@ struct meta_op {
         size_t nexpire;                     /* EXPIRE_BATCH: <= META_EXPIRE_BATCH_MAX items;
                                                LC_REINDEX: entries to visit (<= the same) */
         int64_t now_ms;                     /* EXPIRE_BATCH: "now" for the re-check (0: clock) */
+        uint64_t lc_epoch;                  /* EXPIRE_BATCH: the cursor epoch of the scan */
     } in;
 
     /* Results (valid in done, until meta_op_destroy). */

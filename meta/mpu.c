@@ -21,7 +21,7 @@
 #include <openssl/rand.h>
 
 #define MG_MODULE "meta"
-#include "meta/op.h"
+#include "meta/expire.h"
 
 /* One op's target. */
 struct mpu_ctx {
@@ -443,8 +443,8 @@ struct complete_state {
     int had_old;
 };
 
-static void complete_batch(struct meta_ws *b, struct mpu_ctx *c, struct complete_state *s,
-                           const struct meta_object *o, size_t n)
+static int complete_batch(struct meta_ws *b, struct mpu_ctx *c, struct complete_state *s,
+                          const struct meta_object *o, size_t n)
 {
     delete_upload_row(b, c);
     for (size_t i = 0, j = 0; i < s->nhave; i++) {
@@ -463,6 +463,7 @@ static void complete_batch(struct meta_ws *b, struct mpu_ctx *c, struct complete
     meta__ws_put(b, k.base, k.len, v.base, v.len);
     mg_buf_close(&k);
     mg_buf_close(&v);
+    return meta__lc_due_rows(c->ms, b, c->bucket_id, c->key, &s->old, s->had_old, o, NULL);
 }
 
 static int complete_locked(struct mpu_ctx *c, const struct meta_part *parts, size_t n,
@@ -487,11 +488,14 @@ static int complete_locked(struct mpu_ctx *c, const struct meta_part *parts, siz
     }
     if (rv == 0)
         rv = build_object(c, &tmpl, s->matched, n, a, o, s->mparts);
+    if (rv == 0)
+        rv = meta__lc_due(c->ms, c->bucket_id, c->bucket, o);
     if (rv == 0) {
         struct meta_ws *b = meta__ws_create();
         s->had_old = found;
-        complete_batch(b, c, s, o, n);
-        rv = meta__shard_apply(&c->ms->shard, b);
+        rv = complete_batch(b, c, s, o, n);
+        if (rv == 0)
+            rv = meta__shard_apply(&c->ms->shard, b);
         meta__ws_destroy(b);
     }
     if (rv != 0) {

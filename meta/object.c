@@ -18,7 +18,7 @@
 #include <strings.h>
 
 #define MG_MODULE "meta"
-#include "meta/op.h"
+#include "meta/expire.h"
 
 /* Read the entry at (bucket_id, key) into a. *found = 0 if absent. A corrupt entry is
  * reported as MG_ECORRUPT (and logged). */
@@ -71,9 +71,9 @@ static int check_cond(const struct meta_put_cond *cond, int found, const struct 
 }
 
 /* Build and apply the write set of a put. *old / *had_old: what it replaced. */
-static int put_locked(struct meta_store *ms, uint64_t bucket_id, struct meta_object *obj,
-                      const struct meta_put_cond *cond, struct mg_arena *a, struct meta_object *old,
-                      int *had_old)
+static int put_locked(struct meta_store *ms, struct mg_str bucket, uint64_t bucket_id,
+                      struct meta_object *obj, const struct meta_put_cond *cond,
+                      struct mg_arena *a, struct meta_object *old, int *had_old)
 {
     assert(meta__key_check(obj->key) == 0 && obj->size == obj->data.size);
     assert(obj->data.nextents > 0 || obj->data.inline_data.len == obj->size);
@@ -87,6 +87,8 @@ static int put_locked(struct meta_store *ms, uint64_t bucket_id, struct meta_obj
     }
     if (rv == 0)
         rv = check_cond(cond, found, old);
+    if (rv == 0)
+        rv = meta__lc_due(ms, bucket_id, bucket, obj);
     if (rv != 0)
         return rv;
     struct meta_ws *b = meta__ws_create();
@@ -99,7 +101,9 @@ static int put_locked(struct meta_store *ms, uint64_t bucket_id, struct meta_obj
     meta__key_object(&k, bucket_id, obj->key);
     meta__object_encode(obj, META_REC_OBJECT, &v);
     meta__ws_put(b, k.base, k.len, v.base, v.len);
-    rv = meta__shard_apply(&ms->shard, b);
+    rv = meta__lc_due_rows(ms, b, bucket_id, obj->key, old, found, obj, NULL);
+    if (rv == 0)
+        rv = meta__shard_apply(&ms->shard, b);
     meta__ws_destroy(b);
     mg_buf_close(&k);
     mg_buf_close(&v);
@@ -124,7 +128,7 @@ static int put_object(struct meta_store *ms, struct mg_str bucket, const struct 
     if (rv == 0)
         rv = meta__bucket_id(ms, bucket, &bucket_id);
     if (rv == 0)
-        rv = put_locked(ms, bucket_id, &obj, cond, &a, &old, &had_old);
+        rv = put_locked(ms, bucket, bucket_id, &obj, cond, &a, &old, &had_old);
     if (rv != 0)
         meta_data_release(ms, &in->data);
     else if (had_old)
@@ -241,6 +245,7 @@ static int delete_locked(struct meta_store *ms, uint64_t bucket_id, struct del_i
         meta__key_object(&k, bucket_id, it->key);
         meta__ws_delete(b, k.base, k.len);
         meta__index_delete(b, bucket_id, it->key, &it->old);
+        rv = meta__lc_due_rows(ms, b, bucket_id, it->key, &it->old, 1, NULL, NULL);
     }
     if (rv == 0)
         rv = meta__shard_apply(&ms->shard, b);
@@ -285,8 +290,8 @@ int meta__do_object_delete(struct meta_store *ms, struct mg_str bucket, struct m
     return meta__do_object_delete_many(ms, bucket, &key, 1, existed);
 }
 
-static int update_locked(struct meta_store *ms, uint64_t bucket_id, struct mg_str key,
-                         unsigned mask, const struct meta_object *values)
+static int update_locked(struct meta_store *ms, struct mg_str bucket, uint64_t bucket_id,
+                         struct mg_str key, unsigned mask, const struct meta_object *values)
 {
     struct mg_arena a;
     struct meta_object cur;
@@ -299,18 +304,32 @@ static int update_locked(struct meta_store *ms, uint64_t bucket_id, struct mg_st
         mg_arena_close(&a);
         return rv;
     }
+    struct meta_object old = cur;
     if (mask & META_OBJECT_SET_TAGS) {
         cur.tags = values->tags;
         cur.ntags = values->ntags;
+        /* Tags select rules: the due row follows them (mtime, the clock's origin, stays). */
+        rv = meta__lc_due(ms, bucket_id, bucket, &cur);
     }
     if (mask & META_OBJECT_SET_ACL)
         cur.acl = values->acl;
+    if (rv != 0) {
+        mg_arena_close(&a);
+        return rv;
+    }
+    struct meta_ws *b = meta__ws_create();
     struct mg_buf k, v;
     mg_buf_init(&k);
     mg_buf_init(&v);
     meta__key_object(&k, bucket_id, key);
     meta__object_encode(&cur, META_REC_OBJECT, &v);
-    rv = meta__apply_put(ms, &k, &v);
+    meta__ws_put(b, k.base, k.len, v.base, v.len);
+    rv = meta__lc_due_rows(ms, b, bucket_id, key, &old, 1, &cur, NULL);
+    if (rv == 0)
+        rv = meta__shard_apply(&ms->shard, b);
+    meta__ws_destroy(b);
+    mg_buf_close(&k);
+    mg_buf_close(&v);
     mg_arena_close(&a);
     return rv;
 }
@@ -324,7 +343,7 @@ int meta__do_object_update(struct meta_store *ms, struct mg_str bucket, struct m
     if (rv == 0 && meta__key_check(key) != 0)
         rv = MG_ENOSUCHKEY;
     if (rv == 0)
-        rv = update_locked(ms, bucket_id, key, mask, values);
+        rv = update_locked(ms, bucket, bucket_id, key, mask, values);
     return rv;
 }
 

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define MG_MODULE "meta"
-#include "meta/shard.h"
+#include "meta/expire.h"
 
 struct ov_row {
     struct ov_row *next;
@@ -214,4 +214,16 @@ int meta__ov_get(const struct meta_overlay *ov, const void *k, size_t kl, struct
     val->len = 0;
     mg_buf_append(val, (*pp)->value.base, (*pp)->value.len);
     return META_OV_FOUND;
+}
+
+int meta__ov_any_in_range(const struct meta_overlay *ov, const void *lo, size_t lol,
+                          const void *hi, size_t hil)
+{
+    assert(keycmp(lo, lol, hi, hil) <= 0);
+    for (size_t i = 0; i < ov->nslots; i++)
+        for (const struct ov_row *r = ov->slots[i]; r != NULL; r = r->next)
+            if (keycmp(r->key.base, r->key.len, lo, lol) >= 0 &&
+                keycmp(r->key.base, r->key.len, hi, hil) < 0)
+                return 1;
+    return 0;
 }

@@ -142,6 +142,7 @@ int main(int argc, char **argv)
     failed += test_mpu_run();
     failed += test_store_run();
     failed += test_wset_run();
+    failed += test_expire_run();
     failed += test_shard_run();
     return failed;
 }

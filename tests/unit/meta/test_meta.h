@@ -56,6 +56,7 @@ int test_list_run(void);
 int test_mpu_run(void);
 int test_store_run(void);
 int test_wset_run(void);
+int test_expire_run(void);
 int test_shard_run(void);
 /* The kill -9 writer (test_store.c), run as "test_meta --kill9-child DIR". */
 int test_store_kill9_child(const char *dir);

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The lifecycle scheduler (issue 8): one thread per node that turns the due
+ * index meta keeps into expire-batch ops. It owns no state that matters after
+ * a crash: the due rows, the scheduler's cursor and the re-index position all
+ * live in meta (meta/meta.h "lifecycle", the bucket's 'L' row), written by the
+ * ops themselves, so a scheduler started after kill -9 carries on where the
+ * old one stopped. It only uses meta's public API (blocking calls: this is a
+ * thread that may block, never an event loop).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#define MG_MODULE "lifecycle"
+#include "lifecycle/lifecycle.h"
+#include "meta/meta.h"
+
+#define BATCHES_PER_BUCKET 16  /* per pass, so one bucket's backlog cannot starve the others */
+#define UPLOADS_PER_PASS 1000  /* uploads listed per bucket per pass for AbortIncomplete... */
+#define BACKOFF_SLEEP_MS 2
+#define BACKOFF_ROUNDS_MAX 100 /* 200 ms: then one batch goes anyway */
+
+struct lc_scheduler {
+    struct meta_store *ms;
+    struct lc_scheduler_opts o;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stopping;           /* under mu */
+    int kick;               /* under mu: start a pass now */
+    uint64_t passes_begun;  /* under mu */
+    uint64_t passes_ended;  /* under mu */
+    struct lc_rate rate;    /* expiry, objects/s */
+    struct lc_rate reindex; /* re-index, entries/s */
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int stopping(struct lc_scheduler *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int v = s->stopping;
+    pthread_mutex_unlock(&s->mu);
+    return v;
+}
+
+/* The CLOCK_REALTIME deadline ns from now (pthread_cond_timedwait's clock). */
+static struct timespec deadline(int64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t t = (int64_t)ts.tv_nsec + ns;
+    ts.tv_sec += t / 1000000000;
+    ts.tv_nsec = t % 1000000000;
+    return ts;
+}
+
+/* Sleep up to ns, woken early by destroy. */
+static void nap(struct lc_scheduler *s, int64_t ns)
+{
+    struct timespec ts = deadline(ns);
+    pthread_mutex_lock(&s->mu);
+    if (!s->stopping)
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Yielding to foreground load. meta_lc_load is the meta thread's submit queue plus the Raft
+ * entries in flight: every foreground write passes through both, so it is the one figure that
+ * rises first when the store is busy. While it is at or above busy_load the scheduler sleeps
+ * BACKOFF_SLEEP_MS and looks again, up to BACKOFF_ROUNDS_MAX times (200 ms); then one batch
+ * goes anyway. Under saturating foreground load expiry therefore slows to about five batches
+ * a second (5,000 objects/s) instead of stopping, and on an idle store it never waits.
+ * Returns 0, or -1 when stopping. */
+static int yield_to_foreground(struct lc_scheduler *s)
+{
+    for (int i = 0; i < BACKOFF_ROUNDS_MAX && meta_lc_load(s->ms) >= s->o.busy_load; i++) {
+        if (stopping(s))
+            return -1;
+        nap(s, (int64_t)BACKOFF_SLEEP_MS * 1000000);
+    }
+    return stopping(s) ? -1 : 0;
+}
+
+/* Tokens for up to want objects from r, waiting for at least one. 0 when stopping. */
+static size_t take(struct lc_scheduler *s, struct lc_rate *r, size_t want)
+{
+    for (;;) {
+        uint64_t got = lc_rate_take(r, want, mono_ns());
+        if (got > 0)
+            return (size_t)got;
+        if (stopping(s))
+            return 0;
+        nap(s, lc_rate_wait_ns(r, mono_ns()));
+    }
+}
+
+struct pass_stats {
+    uint64_t backlog;        /* due rows seen left after the pass (each bucket: one scan) */
+    int64_t oldest_due_ms;   /* the oldest of them (0: none) */
+    uint64_t reindex_pending;
+    int busy;                /* something was done: another pass right away */
+};
+
+static void note_backlog(struct pass_stats *ps, size_t n, int64_t oldest)
+{
+    ps->backlog += n;
+    if (n > 0 && (ps->oldest_due_ms == 0 || oldest < ps->oldest_due_ms))
+        ps->oldest_due_ms = oldest;
+}
+
+/* Expire what is due in one bucket: up to BATCHES_PER_BUCKET batches, in key order of the due
+ * rows (meta_lc_due_scan starts at the persisted cursor). Budget per batch: one scan of up to
+ * batch_max rows (a point read of each entry) and one op. */
+static void expire_bucket(struct lc_scheduler *s, const struct meta_bucket *b,
+                          struct pass_stats *ps)
+{
+    struct meta_expire_item *items = mg_malloc(s->o.batch_max * sizeof(*items));
+    for (int round = 0; round <= BATCHES_PER_BUCKET; round++) {
+        struct mg_arena a;
+        size_t n = 0;
+        int64_t oldest = 0;
+        uint64_t epoch = 0;
+        mg_arena_init(&a);
+        int last = round == BATCHES_PER_BUCKET; /* only measures what is left */
+        size_t want = last ? s->o.batch_max : (yield_to_foreground(s) == 0 ? s->o.batch_max : 0);
+        if (!last && want > 0)
+            want = take(s, &s->rate, want);
+        int rv = want == 0 ? -1
+                           : meta_lc_due_scan(s->ms, b->id, wall_ms(), want, &a, items, &n,
+                                              &oldest, &epoch);
+        if (rv == 0 && (last || n == 0))
+            note_backlog(ps, n, oldest);
+        struct meta_expire_result res = {0};
+        if (rv == 0 && n > 0 && !last)
+            rv = meta_lc_expire_batch(s->ms, b->name, items, n, 0, epoch, &res);
+        mg_arena_close(&a);
+        if (rv != 0 || n == 0 || last) {
+            if (rv > 0)
+                mg_log(MG_LOG_WARN, "event=lifecycle_expire_failed bucket=%.*s err=%s",
+                       (int)b->name.len, b->name.base, mg_err_name(rv));
+            break;
+        }
+        ps->busy = 1;
+        mg_log(MG_LOG_DEBUG, "event=lifecycle_batch bucket=%.*s rows=%zu expired=%u range=%u",
+               (int)b->name.len, b->name.base, n, res.expired, res.range_deletes);
+    }
+    mg_free(items);
+}
+
+/* One re-index step when the bucket's walk is behind its rules. */
+static void reindex_bucket(struct lc_scheduler *s, const struct meta_bucket *b,
+                           struct pass_stats *ps)
+{
+    struct mg_arena a;
+    struct meta_lc_progress p;
+    mg_arena_init(&a);
+    int rv = meta_lc_progress_get(s->ms, b->id, &a, &p);
+    mg_arena_close(&a);
+    if (rv != 0 || (p.reindex_gen == b->lc_gen && p.reindex_done))
+        return;
+    ps->reindex_pending++;
+    if (yield_to_foreground(s) != 0)
+        return;
+    size_t n = take(s, &s->reindex, s->o.batch_max);
+    struct meta_expire_result res;
+    if (n == 0 || meta_lc_reindex_step(s->ms, b->name, n, &res) != 0)
+        return;
+    ps->busy |= !res.reindex_busy;
+    if (res.reindex_done)
+        ps->reindex_pending--;
+}
+
+/* AbortIncompleteMultipartUpload: uploads initiated more than DaysAfterInitiation days ago,
+ * through meta's abort (which frees the parts). Up to UPLOADS_PER_PASS listed per pass. */
+static void abort_uploads(struct lc_scheduler *s, const struct meta_bucket *b,
+                          const struct lc_config *cfg)
+{
+    int any = 0;
+    for (size_t i = 0; i < cfg->nrules; i++)
+        any |= cfg->rules[i].enabled && cfg->rules[i].abort_days > 0;
+    if (!any)
+        return;
+    struct mg_arena a;
+    struct meta_upload *u;
+    size_t n = 0;
+    int truncated = 0;
+    mg_arena_init(&a);
+    int rv = meta_mpu_list(s->ms, b->name, (struct mg_str){"", 0}, (struct mg_str){"", 0},
+                           (struct mg_str){"", 0}, UPLOADS_PER_PASS, &a, &u, &n, &truncated);
+    int64_t now = wall_ms();
+    for (size_t i = 0; rv == 0 && i < n; i++) {
+        int64_t due;
+        const struct lc_rule *rule;
+        if (!lc_config_abort_due(cfg, u[i].key, u[i].initiated_ms, s->o.day_seconds, &due,
+                                 &rule) ||
+            due > now)
+            continue;
+        rv = meta_mpu_abort(s->ms, b->name, u[i].key, u[i].upload_id);
+        if (rv == MG_ENOSUCHUPLOAD) /* completed or aborted meanwhile */
+            rv = 0;
+        mg_log(MG_LOG_INFO, "event=lifecycle_abort_upload bucket=%.*s rule=%.*s rv=%d",
+               (int)b->name.len, b->name.base, (int)rule->id.len, rule->id.base, rv);
+    }
+    mg_arena_close(&a);
+}
+
+static void bucket_pass(struct lc_scheduler *s, const struct meta_bucket *b,
+                        struct pass_stats *ps)
+{
+    if (b->lifecycle_bin.len == 0 && b->lc_gen == 0)
+        return; /* never had rules */
+    reindex_bucket(s, b, ps);
+    if (b->lifecycle_bin.len == 0)
+        return;
+    struct mg_arena a;
+    struct lc_config cfg;
+    mg_arena_init(&a);
+    if (lc_config_load(b->lifecycle_bin.base, b->lifecycle_bin.len, &a, &cfg) == 0) {
+        expire_bucket(s, b, ps);
+        abort_uploads(s, b, &cfg);
+    }
+    mg_arena_close(&a);
+}
+
+/* One pass over every bucket. Returns 1 when it did work (another pass follows at once). */
+static int pass(struct lc_scheduler *s)
+{
+    struct mg_arena a;
+    struct meta_bucket *bk;
+    size_t n = 0;
+    struct pass_stats ps = {0};
+    mg_arena_init(&a);
+    int rv = meta_bucket_list(s->ms, (struct mg_str){"", 0}, &a, &bk, &n);
+    for (size_t i = 0; rv == 0 && i < n && !stopping(s); i++)
+        bucket_pass(s, &bk[i], &ps);
+    mg_arena_close(&a);
+    int64_t age = ps.oldest_due_ms != 0 ? wall_ms() - ps.oldest_due_ms : 0;
+    meta_lifecycle_stats_backlog(s->ms, ps.backlog, age > 0 ? age : 0, ps.reindex_pending);
+    return ps.busy;
+}
+
+static void *on_thread(void *arg)
+{
+    struct lc_scheduler *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        if (s->stopping) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        s->kick = 0;
+        s->passes_begun++;
+        pthread_mutex_unlock(&s->mu);
+        int busy = pass(s);
+        pthread_mutex_lock(&s->mu);
+        s->passes_ended++;
+        pthread_cond_broadcast(&s->cv);
+        if (!busy && !s->kick && !s->stopping) {
+            struct timespec ts = deadline((int64_t)s->o.idle_ms * 1000000);
+            pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    return NULL;
+}
+
+int lc_scheduler_create(struct meta_store *ms, const struct lc_scheduler_opts *opts,
+                        struct lc_scheduler **out)
+{
+    assert(ms != NULL && out != NULL);
+    struct lc_scheduler *s = mg_calloc(1, sizeof(*s));
+    s->ms = ms;
+    if (opts != NULL)
+        s->o = *opts;
+    if (s->o.day_seconds == 0)
+        s->o.day_seconds = LC_DAY_SECONDS;
+    if (s->o.batch_max == 0 || s->o.batch_max > META_EXPIRE_BATCH_MAX)
+        s->o.batch_max = META_EXPIRE_BATCH_MAX;
+    if (s->o.reindex_per_second == 0)
+        s->o.reindex_per_second = 20000;
+    if (s->o.idle_ms == 0)
+        s->o.idle_ms = 1000;
+    if (s->o.busy_load == 0)
+        s->o.busy_load = 256;
+    if (s->o.max_per_second > LC_RATE_MAX)
+        s->o.max_per_second = LC_RATE_MAX;
+    lc_rate_init(&s->rate, s->o.max_per_second, mono_ns());
+    lc_rate_init(&s->reindex, s->o.reindex_per_second, mono_ns());
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL); /* CLOCK_REALTIME deadlines (deadline()) */
+    int rv = pthread_create(&s->thread, NULL, on_thread, s);
+    if (rv != 0) {
+        mg_log(MG_LOG_ERROR, "event=lifecycle_scheduler_start_failed errno=%d", rv);
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->mu);
+        mg_free(s);
+        return MG_EIO;
+    }
+    mg_log(MG_LOG_INFO, "event=lifecycle_scheduler_start max_per_second=%llu day_seconds=%u",
+           (unsigned long long)s->o.max_per_second, s->o.day_seconds);
+    *out = s;
+    return 0;
+}
+
+void lc_scheduler_run_pass(struct lc_scheduler *s)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t want = s->passes_begun + 1; /* a pass that begins after this call */
+    s->kick = 1;
+    pthread_cond_broadcast(&s->cv);
+    while (s->passes_ended < want && !s->stopping)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void lc_scheduler_destroy(struct lc_scheduler *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    mg_free(s);
+}

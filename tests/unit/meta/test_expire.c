@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * meta/expire.c: the lifecycle due-time index (rows written and removed with
+ * put, overwrite, delete, tag change), expire-batch (only what is due, never
+ * an entry rewritten after it was indexed), the range-delete guard (a PUT
+ * racing a range expiry survives, in both submission orders; with
+ * MG_TEST_NO_GUARD=1 in the environment the guard is off and the first order
+ * loses the PUT), range and point deletes giving the same visible result, the
+ * re-index after a rules change, and the cost of the index on a 1 KiB put.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "meta/expire.h"
+#include "tests/unit/meta/test_meta.h"
+
+#define XML_LOGS_1DAY                                                                        \
+    "<LifecycleConfiguration><Rule><ID>logs</ID><Filter><Prefix>logs/</Prefix></Filter>"   \
+    "<Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>"                 \
+    "</LifecycleConfiguration>"
+#define XML_TAG_1DAY                                                                         \
+    "<LifecycleConfiguration><Rule><ID>tagged</ID><Filter><Tag><Key>k</Key><Value>v</Value>" \
+    "</Tag></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>"  \
+    "</LifecycleConfiguration>"
+#define XML_LOGS_3DAYS                                                                       \
+    "<LifecycleConfiguration><Rule><ID>logs</ID><Filter><Prefix>logs/</Prefix></Filter>"   \
+    "<Status>Enabled</Status><Expiration><Days>3</Days></Expiration></Rule>"                 \
+    "</LifecycleConfiguration>"
+
+static const char DATA[] = "0123456789abcdef";
+
+static void set_rules(struct fx *f, struct mg_str bucket, const char *xml)
+{
+    struct meta_bucket v = {.lifecycle = {xml, xml != NULL ? strlen(xml) : 0}};
+    assert_int_equal(meta_bucket_update(f->ms, bucket, META_BUCKET_SET_LIFECYCLE, &v), 0);
+}
+
+static uint64_t bucket_id(struct fx *f, struct mg_str bucket)
+{
+    struct meta_bucket b;
+    assert_int_equal(meta_bucket_get(f->ms, bucket, &f->a, &b), 0);
+    return b.id;
+}
+
+/* Due rows of bucket for key (all keys when key is NULL); *due gets the last one's. */
+static size_t due_rows(struct fx *f, uint64_t id, const char *key, int64_t *due)
+{
+    struct mg_buf lo, hi;
+    mg_buf_init(&lo);
+    mg_buf_init(&hi);
+    meta__key_table_range(id, META_TBL_DUE, &lo, &hi);
+    struct eng_iter *it = eng_iter_create(f->ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
+    size_t n = 0;
+    for (; eng_iter_valid(it); eng_iter_next(it)) {
+        size_t kl;
+        const char *k = eng_iter_key(it, &kl);
+        uint64_t bid;
+        int64_t d;
+        struct mg_str name;
+        assert_int_equal(meta__key_due_decode(k, kl, &bid, &d, &name), 0);
+        if (key != NULL && (name.len != strlen(key) || memcmp(name.base, key, name.len) != 0))
+            continue;
+        n++;
+        if (due != NULL)
+            *due = d;
+    }
+    eng_iter_destroy(it);
+    mg_buf_close(&lo);
+    mg_buf_close(&hi);
+    return n;
+}
+
+static int exists(struct fx *f, struct mg_str bucket, const char *key)
+{
+    struct meta_object o;
+    int rv = meta_object_get(f->ms, bucket, str_of(key, strlen(key)), &f->a, &o);
+    assert_true(rv == 0 || rv == MG_ENOSUCHKEY);
+    return rv == 0;
+}
+
+static struct meta_object get(struct fx *f, const char *key)
+{
+    struct meta_object o;
+    assert_int_equal(meta_object_get(f->ms, BKT, str_of(key, strlen(key)), &f->a, &o), 0);
+    return o;
+}
+
+static void put(struct fx *f, struct mg_str bucket, const char *key)
+{
+    assert_int_equal(fx_put(f, bucket, str_of(key, strlen(key)), DATA, sizeof(DATA) - 1, NULL), 0);
+}
+
+/* Every due row of the bucket up to now_ms, as the scheduler reads them. */
+static size_t scan(struct fx *f, uint64_t id, int64_t now_ms, struct meta_expire_item *items,
+                   size_t max, uint64_t *epoch)
+{
+    size_t n;
+    int64_t oldest;
+    assert_int_equal(meta_lc_due_scan(f->ms, id, now_ms, max, &f->a, items, &n, &oldest, epoch),
+                     0);
+    return n;
+}
+
+static void test_due_rows(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.lc_day_seconds = 1;
+    set_rules(f, BKT, XML_LOGS_1DAY);
+    uint64_t id = bucket_id(f, BKT);
+    put(f, BKT, "logs/a");
+    put(f, BKT, "other/b");
+    int64_t due = 0;
+    struct meta_object o = get(f, "logs/a");
+    assert_int_equal(due_rows(f, id, "logs/a", &due), 1);
+    assert_true(o.lc_due_ms == due && due >= o.mtime_ms + 1000 && due <= o.mtime_ms + 2000);
+    assert_int_equal(due % 1000, 0); /* rounded up to a "midnight" (day_seconds = 1) */
+    assert_int_equal(get(f, "other/b").lc_due_ms, 0); /* no rule: no row, no TLV */
+    assert_int_equal(due_rows(f, id, NULL, NULL), 1);
+
+    /* overwrite after the due unit moved on: the old row goes, the new one comes */
+    usleep(1100 * 1000);
+    put(f, BKT, "logs/a");
+    int64_t due2 = 0;
+    assert_int_equal(due_rows(f, id, "logs/a", &due2), 1);
+    assert_true(due2 > due);
+    assert_int_equal(get(f, "logs/a").lc_due_ms, due2);
+
+    int existed = 0;
+    assert_int_equal(meta_object_delete(f->ms, BKT, S("logs/a"), &existed), 0);
+    assert_true(existed);
+    assert_int_equal(due_rows(f, id, NULL, NULL), 0);
+}
+
+static void test_due_rows_tags(void **state)
+{
+    struct fx *f = *state;
+    set_rules(f, BKT, XML_TAG_1DAY);
+    uint64_t id = bucket_id(f, BKT);
+    put(f, BKT, "x");
+    assert_int_equal(due_rows(f, id, NULL, NULL), 0);
+    struct meta_kv tags[1] = {{S("k"), S("v")}};
+    struct meta_object v = {.tags = tags, .ntags = 1};
+    assert_int_equal(meta_object_update(f->ms, BKT, S("x"), META_OBJECT_SET_TAGS, &v), 0);
+    assert_int_equal(due_rows(f, id, "x", NULL), 1);
+    assert_true(get(f, "x").lc_due_ms != 0);
+    tags[0].v = S("other");
+    assert_int_equal(meta_object_update(f->ms, BKT, S("x"), META_OBJECT_SET_TAGS, &v), 0);
+    assert_int_equal(due_rows(f, id, NULL, NULL), 0);
+    assert_int_equal(get(f, "x").lc_due_ms, 0);
+    /* the acl alone leaves the row where it is */
+    tags[0].v = S("v");
+    assert_int_equal(meta_object_update(f->ms, BKT, S("x"), META_OBJECT_SET_TAGS, &v), 0);
+    v.acl = META_ACL_PUBLIC_READ;
+    assert_int_equal(meta_object_update(f->ms, BKT, S("x"), META_OBJECT_SET_ACL, &v), 0);
+    assert_int_equal(due_rows(f, id, "x", NULL), 1);
+}
+
+static void test_expire_only_due(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.lc_day_seconds = 1;
+    set_rules(f, BKT, XML_LOGS_1DAY);
+    uint64_t id = bucket_id(f, BKT);
+    const char *keys[] = {"logs/1", "logs/2", "logs/3", "logs/4", "keep/1"};
+    for (size_t i = 0; i < 5; i++)
+        put(f, BKT, keys[i]);
+    struct meta_expire_item items[16];
+    uint64_t epoch;
+    assert_int_equal(scan(f, id, meta__now_ms() - 1000, items, 16, &epoch), 0); /* not yet */
+    int64_t later = meta__now_ms() + 10000;
+    size_t n = scan(f, id, later, items, 16, &epoch);
+    assert_int_equal(n, 4);
+    /* logs/3 is rewritten after it was indexed: its clock restarts, it is never expired */
+    put(f, BKT, "logs/3");
+    struct meta_expire_result r;
+    /* "now" before the rows are due: nothing goes */
+    assert_int_equal(meta_lc_expire_batch(f->ms, BKT, items, n, meta__now_ms() - 1000, epoch, &r),
+                     0);
+    assert_int_equal(r.expired, 0);
+    assert_true(exists(f, BKT, "logs/1"));
+    assert_int_equal(meta_lc_expire_batch(f->ms, BKT, items, n, later, epoch, &r), 0);
+    assert_int_equal(r.expired, 3);
+    assert_int_equal(r.stale, 1);
+    assert_false(exists(f, BKT, "logs/1") || exists(f, BKT, "logs/2") || exists(f, BKT, "logs/4"));
+    assert_true(exists(f, BKT, "logs/3") && exists(f, BKT, "keep/1"));
+    assert_int_equal(due_rows(f, id, NULL, NULL), 1); /* logs/3's new row */
+    assert_int_equal(due_rows(f, id, "logs/3", NULL), 1);
+    /* the cursor moved past what was done; a later scan finds logs/3 once it is due */
+    n = scan(f, id, later + 5000, items, 16, &epoch);
+    assert_int_equal(n, 1);
+    assert_memory_equal(items[0].key.base, "logs/3", 6);
+    struct meta_lifecycle_stats st;
+    meta_lifecycle_stats_get(f->ms, &st);
+    assert_true(st.expired >= 3);
+}
+
+/* ------------------------------------------------------ the range guard */
+
+struct race {
+    uv_loop_t loop;
+    struct meta_client *c;
+    int done;
+    int status[2];
+};
+
+static void on_done(struct meta_op *op)
+{
+    struct race *r = op->data;
+    r->status[r->done++] = op->status;
+}
+
+static struct meta_op *put_op(struct fx *f, struct race *r, const char *key)
+{
+    struct meta_op *op = meta_op_create(META_OP_OBJECT_PUT);
+    char *etag = mg_arena_alloc(&f->a, 33);
+    fx_md5_hex(DATA, sizeof(DATA) - 1, etag);
+    op->data = r;
+    op->in.bucket = BKT;
+    op->in.object.key = str_of(key, strlen(key));
+    op->in.object.etag = str_of(etag, 32);
+    op->in.object.owner = S("alice");
+    fx_data(f, DATA, sizeof(DATA) - 1, &op->in.object.data);
+    return op;
+}
+
+/* Submit two ops back to back (both in flight) and wait for both. */
+static void race_run(struct fx *f, struct meta_op *first, struct meta_op *second)
+{
+    struct race *r = first->data;
+    assert_int_equal(meta_op_submit(r->c, first, on_done), 0);
+    assert_int_equal(meta_op_submit(r->c, second, on_done), 0);
+    while (r->done < 2)
+        uv_run(&r->loop, UV_RUN_ONCE);
+    (void)f;
+}
+
+/* keys logs/a1..a4 due; logs/a2x lands between a2 and a3 while the expiry runs. put_first:
+ * the PUT executes first (pending when the expire op decides: the overlay guard); else the
+ * expire op executes first and the PUT applies after its tombstone. */
+static void range_race(struct fx *f, int put_first)
+{
+    f->ms->opts.lc_day_seconds = 1;
+    set_rules(f, BKT, XML_LOGS_1DAY);
+    uint64_t id = bucket_id(f, BKT);
+    const char *keys[] = {"logs/a1", "logs/a2", "logs/a3", "logs/a4"};
+    for (size_t i = 0; i < 4; i++)
+        put(f, BKT, keys[i]);
+    struct meta_expire_item items[8];
+    uint64_t epoch;
+    int64_t later = meta__now_ms() + 10000;
+    size_t n = scan(f, id, later, items, 8, &epoch);
+    assert_int_equal(n, 4);
+
+    struct race r = {0};
+    assert_int_equal(uv_loop_init(&r.loop), 0);
+    assert_int_equal(meta_client_create(f->ms, &r.loop, &r.c), 0);
+    struct meta_op *ex = meta_op_create(META_OP_EXPIRE_BATCH);
+    ex->data = &r;
+    ex->in.bucket = BKT;
+    ex->in.expire = items;
+    ex->in.nexpire = n;
+    ex->in.now_ms = later;
+    ex->in.lc_epoch = epoch;
+    struct meta_op *pu = put_op(f, &r, "logs/a2x");
+    if (put_first)
+        race_run(f, pu, ex);
+    else
+        race_run(f, ex, pu);
+    assert_int_equal(r.status[0], 0);
+    assert_int_equal(r.status[1], 0);
+    assert_int_equal(ex->out.expire.expired, 4);
+    int guard_on = !meta__lc_test_no_guard;
+    if (put_first && guard_on)
+        assert_int_equal(ex->out.expire.range_deletes, 0); /* the pending PUT: point deletes */
+    else if (!put_first)
+        assert_int_equal(ex->out.expire.range_deletes, 1); /* one tombstone over a1..a4 */
+    meta_op_destroy(ex);
+    meta_op_destroy(pu);
+    meta_client_destroy(r.c);
+    uv_run(&r.loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&r.loop), 0);
+
+    for (size_t i = 0; i < 4; i++)
+        assert_false(exists(f, BKT, keys[i]));
+    assert_true(exists(f, BKT, "logs/a2x")); /* the racing PUT survives */
+    struct meta_list_req req = {.prefix = S("logs/"), .max_keys = 100};
+    struct meta_list_result lr;
+    assert_int_equal(meta_object_list(f->ms, BKT, &req, &f->a, &lr), 0);
+    assert_int_equal(lr.nobjects, 1);
+    assert_int_equal(due_rows(f, id, "logs/a2x", NULL), 1);
+}
+
+static void test_range_guard_put_pending(void **state)
+{
+    range_race(*state, 1);
+}
+
+static void test_range_guard_put_after(void **state)
+{
+    range_race(*state, 0);
+}
+
+/* Range and point deletes leave the same visible state: the same keys in two buckets, one
+ * expired each way; a live key not due sits inside the run (committed-row guard). */
+static void test_range_vs_point(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.lc_day_seconds = 1;
+    struct mg_str b2 = S("bkt-point");
+    assert_int_equal(meta_bucket_create(f->ms, b2, S("alice"), META_ACL_PRIVATE), 0);
+    struct mg_str buckets[2] = {BKT, b2};
+    const char *keys[] = {"logs/01", "logs/02", "logs/03", "logs/05", "logs/06", "logs/07"};
+    struct meta_expire_result res[2];
+    for (int m = 0; m < 2; m++) {
+        f->ms->opts.lc_delete_point = m;
+        set_rules(f, buckets[m], XML_LOGS_1DAY);
+        for (size_t i = 0; i < 6; i++)
+            put(f, buckets[m], keys[i]);
+        put(f, buckets[m], "logs0"); /* no rule matches it */
+        put(f, buckets[m], "logs/04-keep");
+        uint64_t id = bucket_id(f, buckets[m]);
+        struct meta_expire_item items[16];
+        uint64_t epoch;
+        int64_t later = meta__now_ms() + 10000;
+        size_t n = scan(f, id, later, items, 16, &epoch);
+        assert_int_equal(n, 7); /* logs/04-keep is due too: left out of the batch below */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (items[i].key.len != strlen("logs/04-keep"))
+                items[k++] = items[i];
+        assert_int_equal(meta_lc_expire_batch(f->ms, buckets[m], items, k, later, epoch,
+                                              &res[m]),
+                         0);
+        assert_int_equal(res[m].expired, 6);
+    }
+    f->ms->opts.lc_delete_point = 0;
+    assert_int_equal(res[0].range_deletes, 2); /* 01-03 and 05-07: logs/04-keep between */
+    assert_int_equal(res[0].point_deletes, 0);
+    assert_int_equal(res[1].range_deletes, 0);
+    assert_int_equal(res[1].point_deletes, 6);
+    struct meta_list_req req = {.max_keys = 100};
+    struct meta_list_result l0, l1;
+    assert_int_equal(meta_object_list(f->ms, BKT, &req, &f->a, &l0), 0);
+    assert_int_equal(meta_object_list(f->ms, b2, &req, &f->a, &l1), 0);
+    assert_int_equal(l0.nobjects, 2);
+    assert_int_equal(l1.nobjects, 2);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(l0.objects[i].key.len, l1.objects[i].key.len);
+        assert_memory_equal(l0.objects[i].key.base, l1.objects[i].key.base, l0.objects[i].key.len);
+    }
+    assert_memory_equal(l0.objects[0].key.base, "logs/04-keep", 12);
+}
+
+/* Rules change: existing objects are re-indexed; before that, the old rows (later due)
+ * hold: never early. */
+static void test_reindex(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.lc_day_seconds = 1;
+    uint64_t id = bucket_id(f, BKT);
+    put(f, BKT, "logs/old");
+    put(f, BKT, "logs/old2");
+    set_rules(f, BKT, XML_LOGS_3DAYS);
+    assert_int_equal(due_rows(f, id, NULL, NULL), 0); /* written before any rule */
+    struct meta_expire_result r;
+    assert_int_equal(meta_lc_reindex_step(f->ms, BKT, 1, &r), 0);
+    assert_int_equal(r.reindexed, 1);
+    assert_false(r.reindex_done);
+    assert_int_equal(meta_lc_reindex_step(f->ms, BKT, 10, &r), 0);
+    assert_true(r.reindex_done);
+    assert_int_equal(due_rows(f, id, NULL, NULL), 2);
+    int64_t due3 = 0;
+    due_rows(f, id, "logs/old", &due3);
+    /* a shorter rule: until re-indexed, rows stay at 3 days; expire-batch re-checks with
+     * the new rules but the scheduler only sees rows <= now */
+    set_rules(f, BKT, XML_LOGS_1DAY);
+    struct meta_expire_item items[4];
+    uint64_t epoch;
+    int64_t t = get(f, "logs/old").mtime_ms + 2500; /* 1-day due passed, 3-day not */
+    assert_int_equal(scan(f, id, t, items, 4, &epoch), 0);
+    assert_int_equal(meta_lc_reindex_step(f->ms, BKT, 10, &r), 0);
+    assert_true(r.reindex_done);
+    assert_int_equal(r.reindexed, 2);
+    int64_t due1 = 0;
+    due_rows(f, id, "logs/old", &due1);
+    assert_true(due1 < due3);
+    assert_int_equal(scan(f, id, t, items, 4, &epoch), 2);
+    struct meta_lifecycle_stats st;
+    meta_lifecycle_stats_get(f->ms, &st);
+    assert_true(st.reindexed >= 4);
+    /* rules removed: the walk drops the rows */
+    set_rules(f, BKT, NULL);
+    assert_int_equal(meta_lc_reindex_step(f->ms, BKT, 10, &r), 0);
+    assert_int_equal(due_rows(f, id, NULL, NULL), 0);
+}
+
+/* Multipart complete writes the due row; the old records (no TLVs) still decode. */
+static void test_mpu_complete_due(void **state)
+{
+    struct fx *f = *state;
+    set_rules(f, BKT, XML_LOGS_1DAY);
+    uint64_t id = bucket_id(f, BKT);
+    struct meta_object tmpl = {.key = S("logs/mp"), .owner = S("alice")};
+    struct mg_str uid;
+    assert_int_equal(meta_mpu_create(f->ms, BKT, &tmpl, &f->a, &uid), 0);
+    struct meta_part p = {.number = 1, .size = 4, .etag = S("e")};
+    char etag[33];
+    fx_md5_hex("abcd", 4, etag);
+    p.etag = str_of(etag, 32);
+    fx_data(f, "abcd", 4, &p.data);
+    assert_int_equal(meta_mpu_put_part(f->ms, BKT, S("logs/mp"), uid, &p), 0);
+    struct meta_part list = {.number = 1, .etag = str_of(etag, 32)};
+    struct meta_object out;
+    assert_int_equal(meta_mpu_complete(f->ms, BKT, S("logs/mp"), uid, &list, 1, &f->a, &out), 0);
+    assert_int_equal(due_rows(f, id, "logs/mp", NULL), 1);
+    /* a record without the new TLVs */
+    struct meta_object plain = {.key = S("k"), .etag = S("x"), .owner = S("o")};
+    struct mg_buf v;
+    mg_buf_init(&v);
+    meta__object_encode(&plain, META_REC_OBJECT, &v);
+    struct meta_object back;
+    assert_int_equal(meta__object_decode(v.base, v.len, META_REC_OBJECT, &f->a, &back), 0);
+    assert_int_equal(back.lc_due_ms, 0);
+    mg_buf_close(&v);
+    struct meta_bucket ob = {.id = 7, .owner = S("o")};
+    mg_buf_init(&v);
+    meta__bucket_encode(&ob, &v);
+    struct meta_bucket bb;
+    assert_int_equal(meta__bucket_decode(v.base, v.len, &f->a, &bb), 0);
+    assert_int_equal(bb.lifecycle_bin.len, 0);
+    assert_int_equal(bb.lc_gen, 0);
+    mg_buf_close(&v);
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The index's cost on a 1 KiB (inline) put: the same loop without rules, with rules no object
+ * matches, and with a matching rule (one more row per put). Printed, not asserted. */
+static void test_put_cost(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.inline_max_bytes = 4096;
+    char buf[1024];
+    fx_fill(buf, sizeof(buf), 1);
+    const char *xml[3] = {NULL, XML_TAG_1DAY, XML_LOGS_1DAY};
+    const char *name[3] = {"no rules", "rules, no match", "matching rule"};
+    enum { N = 2000 };
+    for (int m = 0; m < 3; m++) {
+        set_rules(f, BKT, xml[m]);
+        int64_t t0 = mono_ns();
+        for (int i = 0; i < N; i++) {
+            char key[32];
+            snprintf(key, sizeof(key), "logs/%d-%05d", m, i);
+            assert_int_equal(fx_put(f, BKT, str_of(key, strlen(key)), buf, sizeof(buf), NULL), 0);
+        }
+        int64_t ns = (mono_ns() - t0) / N;
+        printf("lc_put_cost: 1 KiB put, %-16s %lld ns/op\n", name[m], (long long)ns);
+    }
+}
+
+int test_expire_run(void)
+{
+    if (getenv("MG_TEST_NO_GUARD") != NULL)
+        meta__lc_test_no_guard = 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_due_rows, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_due_rows_tags, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_expire_only_due, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_range_guard_put_pending, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_range_guard_put_after, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_range_vs_point, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reindex, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_mpu_complete_due, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_put_cost, fx_setup, fx_teardown),
+    };
+    return cmocka_run_group_tests_name("meta_expire", tests, NULL, NULL);
+}
