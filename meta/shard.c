@@ -280,7 +280,10 @@ static int on_restore(void *data, const struct mraft_snapshot_desc *desc, uint64
     mg_buf_close(&v);
     if (rv != 0 && rv != MG_ENOTFOUND)
         return rv;
-    s->applied = s->durable = idx;
+    s->applied = idx;
+    if (!s->restored) /* at start RocksDB holds only what was flushed: all of it durable */
+        s->durable = idx;
+    s->restored = 1;
     *applied = idx;
     mg_log(MG_LOG_INFO, "event=shard_restore shard=%u applied=%llu snapshot=%llu", s->id,
            (unsigned long long)idx, (unsigned long long)(desc != NULL ? desc->index : 0));
@@ -385,7 +388,9 @@ static void on_stats_tick(uv_timer_t *t)
         struct meta__shard *sh = &ss->shards[i];
         struct meta_shard_stats *o = &st.shards[i];
         struct mraft_group_stats g;
-        mraft_group_stats_get(sh->g, &g);
+        memset(&g, 0, sizeof(g));
+        if (sh->g != NULL && !sh->reopening)
+            mraft_group_stats_get(sh->g, &g);
         o->shard_id = sh->id;
         o->leader = g.role == MRAFT_LEADER && g.ready;
         o->proposals = sh->proposals;
@@ -463,25 +468,99 @@ static int open_host(struct meta__shards *ss, char *errmsg)
     return rv;
 }
 
-static int open_groups(struct meta__shards *ss, char *errmsg)
+static int open_group(struct meta__shards *ss, struct meta__shard *s)
 {
     struct mraft_voter voter = {.id = 1, .address = ss->address};
+    struct mraft_group_config gc = {
+        .group_id = s->id + 1,
+        .voters = &voter,
+        .n_voters = 1,
+        .owner = &shard_owner,
+        .owner_data = s,
+    };
+    return mraft_group_create(ss->host, &gc, &s->g);
+}
+
+static int open_groups(struct meta__shards *ss, char *errmsg)
+{
     for (unsigned i = 0; i < ss->n; i++) {
-        struct meta__shard *s = &ss->shards[i];
-        struct mraft_group_config gc = {
-            .group_id = s->id + 1,
-            .voters = &voter,
-            .n_voters = 1,
-            .owner = &shard_owner,
-            .owner_data = s,
-        };
-        int rv = mraft_group_create(ss->host, &gc, &s->g);
+        int rv = open_group(ss, &ss->shards[i]);
         if (rv != 0) {
-            snprintf(errmsg, 256, "raft group of shard %u: %s", s->id, mg_err_name(rv));
+            snprintf(errmsg, 256, "raft group of shard %u: %s", ss->shards[i].id,
+                     mg_err_name(rv));
             return rv;
         }
     }
     return 0;
+}
+
+/* A failed log append fenced the group (raft/raft.h): every proposal on it fails until it
+ * is closed and reopened, which reloads the log from disk and replays what RocksDB has not
+ * applied, as after a restart. Meanwhile its proposals are refused (507). A reopen that
+ * fails (the disk is still full) is retried every second. */
+static void on_retry_reopen(uv_timer_t *t);
+
+static void reopen_now(struct meta__shard *s)
+{
+    struct meta__shards *ss = s->ss;
+    int rv = ss->closing ? MG_ESHUTDOWN : open_group(ss, s);
+    if (rv == 0) {
+        s->reopening = 0;
+        s->reopens++;
+        mg_log(MG_LOG_WARN, "event=shard_reopened shard=%u applied=%llu", s->id,
+               (unsigned long long)s->applied);
+        return;
+    }
+    s->g = NULL;
+    if (ss->closing)
+        return;
+    mg_log(MG_LOG_ERROR, "event=shard_reopen_failed shard=%u err=%s", s->id, mg_err_name(rv));
+    if (s->retry_timer.loop == NULL) {
+        uv_timer_init(&ss->rt->loop, &s->retry_timer);
+        s->retry_timer.data = s;
+    }
+    uv_timer_start(&s->retry_timer, on_retry_reopen, 1000, 0);
+}
+
+static void on_retry_reopen(uv_timer_t *t)
+{
+    reopen_now(t->data);
+}
+
+static void on_fenced_closed(struct mraft_group *g, void *data)
+{
+    (void)g;
+    struct meta__shard *s = data;
+    s->g = NULL;
+    reopen_now(s);
+}
+
+/* Destroy the fenced group from a timer: the failure reaches us inside the host's own
+ * fence handling (which goes on to close the libraft instance), never destroy under it. */
+static void on_destroy_fenced(uv_timer_t *t)
+{
+    struct meta__shard *s = t->data;
+    if (s->ss->closing || s->g == NULL)
+        return;
+    mraft_group_destroy(s->g, false, on_fenced_closed, s);
+}
+
+static void maybe_reopen(struct meta__shard *s)
+{
+    if (s->reopening || s->g == NULL)
+        return;
+    struct mraft_group_stats st;
+    mraft_group_stats_get(s->g, &st);
+    if (st.fence_err == 0)
+        return;
+    s->reopening = 1;
+    mg_log(MG_LOG_ERROR, "event=shard_fenced shard=%u err=%s action=reopen", s->id,
+           mg_err_name(st.fence_err));
+    if (s->retry_timer.loop == NULL) {
+        uv_timer_init(&s->ss->rt->loop, &s->retry_timer);
+        s->retry_timer.data = s;
+    }
+    uv_timer_start(&s->retry_timer, on_destroy_fenced, 50, 0);
 }
 
 /* The number of data shards is fixed when the store is created (meta.initial_shards) and
@@ -582,6 +661,9 @@ void meta__shards_close(struct meta__shards *ss, void (*on_closed)(struct meta__
             ss->shards[i].durable = ss->shards[i].applied;
     if (ss->stats_timer.loop != NULL)
         uv_close((uv_handle_t *)&ss->stats_timer, NULL);
+    for (unsigned i = 0; i < ss->n; i++)
+        if (ss->shards[i].retry_timer.loop != NULL)
+            uv_close((uv_handle_t *)&ss->shards[i].retry_timer, NULL);
     if (ss->flush_timer.loop != NULL)
         uv_close((uv_handle_t *)&ss->flush_timer, on_timer_closed);
     else
@@ -675,6 +757,8 @@ static void on_proposed(struct mraft_propose *req, int status, uint64_t index, u
         mg_log(MG_LOG_ERROR, "event=proposal_failed shard=%u err=%s", p->s->id,
                mg_err_name(status));
         meta__ov_clear(&ss->ov);
+        if (status == MG_EIO || status == MG_ENOSPC)
+            maybe_reopen(p->s);
     }
     struct pending *next = p->next;
     struct meta_op *op = p->op;
@@ -699,6 +783,8 @@ static int submit(struct pending *p)
     struct meta__shards *ss = p->ss;
     if (ss->closing)
         return MG_ESHUTDOWN;
+    if (p->s->reopening || p->s->g == NULL)
+        return MG_ENOSPC; /* fenced, being reopened: the client retries (507) */
     p->req.data = p;
     /* Deletes free space: they may use the raft host's reserve, so a full disk can still
      * be emptied (S3 clients answer 507 by deleting). */

@@ -53,6 +53,10 @@ struct meta__shard {
     uint64_t durable;           /* last index RocksDB holds on disk (the flusher's) */
     uint64_t flush_at;          /* applied index when the running flush started */
     uint64_t proposals;         /* proposed entries (metrics) */
+    int restored;               /* restore ran once in this process (a reopen keeps durable) */
+    int reopening;              /* fenced by a failed log append: closing and reopening */
+    uint64_t reopens;           /* metrics */
+    uv_timer_t retry_timer;     /* a failed reopen retries after a pause */
 };
 
 /* Request ids seen (DESIGN.md 6: a retried mutation returns its first result): a bounded

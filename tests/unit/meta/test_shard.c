@@ -18,6 +18,8 @@
 #include <time.h>
 
 #include "meta/shard.h"
+#include <raft.h>
+
 #include "raft/internal.h"
 #include "tests/unit/meta/test_meta.h"
 
@@ -211,6 +213,70 @@ static void test_complete_retry(void **state)
                      MG_ENOSUCHUPLOAD);
 }
 
+/* A log append that fails (EIO from the disk) fences the data shard's group: the PUT in
+ * flight gets an error and its outcome is unknown, so its blob is NOT freed; the shard is
+ * closed and reopened from its log on its own, and PUTs work again without a restart. */
+struct failing {
+    struct raft_io_append mine;
+    struct raft_io_append *req;
+    raft_io_append_cb cb;
+};
+static int (*real_append)(struct raft_io *, struct raft_io_append *, const struct raft_entry[],
+                          unsigned, raft_io_append_cb);
+static int fail_next;
+
+static void on_failing_append(struct raft_io_append *mine, int status)
+{
+    (void)status;
+    struct failing *fa = mine->data;
+    struct raft_io_append *req = fa->req;
+    raft_io_append_cb cb = fa->cb;
+    mg_free(fa);
+    cb(req, RAFT_IOERR);
+}
+
+static int failing_append(struct raft_io *io, struct raft_io_append *req,
+                          const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+    if (!__atomic_exchange_n(&fail_next, 0, __ATOMIC_SEQ_CST))
+        return real_append(io, req, entries, n, cb);
+    struct failing *fa = mg_calloc(1, sizeof(*fa));
+    fa->req = req;
+    fa->cb = cb;
+    fa->mine.data = fa;
+    return real_append(io, &fa->mine, entries, n, on_failing_append);
+}
+
+static void test_fenced_shard_reopens(void **state)
+{
+    struct fx *f = *state;
+    struct mraft_group *g = f->ms->rt->shards->shards[1].g;
+    real_append = g->io_append;
+    g->io_append = failing_append;
+    __atomic_store_n(&fail_next, 1, __ATOMIC_SEQ_CST);
+    char a[3000];
+    fx_fill(a, sizeof(a), 11);
+    uint64_t live0 = live_blob_bytes(f);
+    int rv = fx_put(f, BKT, S("fence"), a, sizeof(a), NULL);
+    assert_int_not_equal(rv, 0);
+    assert_true(live_blob_bytes(f) - live0 >= sizeof(a)); /* unknown outcome: not freed */
+    int ok = 0;
+    for (int i = 0; i < 100 && !ok; i++) {
+        ok = fx_put(f, BKT, S("after"), a, sizeof(a), NULL) == 0;
+        if (!ok) {
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_true(ok);
+    assert_true(f->ms->rt->shards->shards[1].reopens >= 1);
+    size_t len;
+    char *got = fx_get(f, BKT, S("after"), &len, &rv);
+    assert_non_null(got);
+    assert_memory_equal(got, a, sizeof(a));
+    mg_free(got);
+}
+
 int test_shard_run(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +285,7 @@ int test_shard_run(void)
         cmocka_unit_test_setup_teardown(test_refused_proposal_no_trace, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_restore, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_complete_retry, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_shard_reopens, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests_name("shard", tests, NULL, NULL);
 }
