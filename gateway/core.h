@@ -74,6 +74,13 @@ int gw__auth(struct gw_request *r, time_t now);
 #define GW_SUBMIT_BATCH_MAX 256 /* ops a loop hands to meta per iteration, at most (async.c) */
 #define GW_LAG_PERIOD_MS 20 /* loop-lag probe period: 50 samples/s per loop (server.c) */
 
+/* Loop-lag samples (metrics.c). */
+struct gw__lag_hist {
+    uint64_t bucket[GW_LAG_BUCKETS]; /* non-cumulative */
+    uint64_t sum_us;
+    uint64_t max_us;
+};
+
 /* Per-loop counters: written by one loop thread only (relaxed atomics), summed on scrape. */
 struct gw__metrics {
     _Alignas(64) uint64_t requests[GW_OP__COUNT];
@@ -84,16 +91,17 @@ struct gw__metrics {
     uint64_t bytes_in;
     uint64_t bytes_out;
     uint64_t slowdown; /* 503 SlowDown answered because a bounded queue was full */
-    uint64_t lag_bucket[GW_LAG_BUCKETS]; /* loop lag samples, non-cumulative */
-    uint64_t lag_sum_us;
-    uint64_t lag_max_us;
+    struct gw__lag_hist lag;      /* how late the probe fired */
+    struct gw__lag_hist lag_self; /* the same minus the loop thread's run-queue wait */
 };
 
 /* Account one finished request (called on the request's loop thread). */
 void gw__metrics_record(struct gw__metrics *m, enum gw_op op, int status, uint64_t latency_us,
                         uint64_t bytes_in, uint64_t bytes_out);
-/* One loop-lag sample: how late the loop's lag timer fired (loop thread). */
-void gw__metrics_record_lag(struct gw__metrics *m, uint64_t lag_us);
+/* One loop-lag sample (loop thread): lag_us, how late the loop's probe timer fired, and
+ * self_us, that lag minus the time the loop thread spent runnable but waiting for a CPU
+ * meanwhile (what other threads and processes cost it, not its own work or blocking). */
+void gw__metrics_record_lag(struct gw__metrics *m, uint64_t lag_us, uint64_t self_us);
 /* Prometheus text exposition of all loops plus meta_stats_get into out. */
 void gw__metrics_render(struct gw_server *srv, struct mg_buf *out);
 
@@ -122,6 +130,8 @@ struct gw__loop {
     int async_inflight;     /* steps of async.c not finished yet (ops and worker jobs) */
     uv_timer_t lag_timer;   /* loop-lag probe (server.c) */
     uint64_t lag_due_ns;    /* when lag_timer should fire */
+    int schedstat_fd;       /* /proc/thread-self/schedstat of the loop thread, or -1 */
+    uint64_t lag_rq_ns;     /* the thread's run-queue wait when lag_timer was armed */
     struct gw__metrics metrics;
 };
 

@@ -14,6 +14,7 @@
  * flight, applied vs durable index, log bytes) come from meta_op_stats_get.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -62,15 +63,21 @@ void gw__metrics_record(struct gw__metrics *m, enum gw_op op, int status, uint64
         bump(&m->bytes_out, bytes_out);
 }
 
-void gw__metrics_record_lag(struct gw__metrics *m, uint64_t lag_us)
+static void lag_add(struct gw__lag_hist *h, uint64_t us)
 {
     int b = 0;
-    while (b < GW_LAG_BUCKETS - 1 && lag_us > lag_le_us[b])
+    while (b < GW_LAG_BUCKETS - 1 && us > lag_le_us[b])
         b++;
-    bump(&m->lag_bucket[b], 1);
-    bump(&m->lag_sum_us, lag_us);
-    if (lag_us > rd(&m->lag_max_us))
-        __atomic_store_n(&m->lag_max_us, lag_us, __ATOMIC_RELAXED);
+    bump(&h->bucket[b], 1);
+    bump(&h->sum_us, us);
+    if (us > rd(&h->max_us))
+        __atomic_store_n(&h->max_us, us, __ATOMIC_RELAXED);
+}
+
+void gw__metrics_record_lag(struct gw__metrics *m, uint64_t lag_us, uint64_t self_us)
+{
+    lag_add(&m->lag, lag_us);
+    lag_add(&m->lag_self, self_us);
 }
 
 static void sum_loops(struct gw_server *srv, struct gw__metrics *t)
@@ -149,51 +156,70 @@ static void render_latency(struct mg_buf *o, const struct gw__metrics *t)
     }
 }
 
-/* metagate_loop_lag_seconds{loop="i"}: histogram per loop, plus max and a p99 estimate. */
-static void render_loop_lag(struct mg_buf *o, struct gw_server *srv)
+/* One loop-lag family per loop: histogram, p99 estimate (upper bound of the bucket holding the
+ * 99th percentile since start; +Inf reads 1e9) and max. which: offsetof the histogram. */
+static void render_lag_family(struct mg_buf *o, struct gw_server *srv, const char *base,
+                              const char *help, size_t which)
 {
-    mg_buf_appendf(o, "# HELP metagate_loop_lag_seconds How late each event loop's %d ms probe "
-                      "timer fired (time the loop spent busy or blocked).\n"
-                      "# TYPE metagate_loop_lag_seconds histogram\n", GW_LAG_PERIOD_MS);
+    mg_buf_appendf(o, "# HELP %s_seconds %s\n# TYPE %s_seconds histogram\n", base, help, base);
     for (int i = 0; i < srv->nloops; i++) {
-        const struct gw__metrics *m = &srv->loops[i].metrics;
+        const struct gw__lag_hist *h =
+            (const void *)((const char *)&srv->loops[i].metrics + which);
         uint64_t cum = 0;
         for (int b = 0; b < GW_LAG_BUCKETS; b++) {
-            cum += rd(&m->lag_bucket[b]);
+            cum += rd(&h->bucket[b]);
             if (b < GW_LAG_BUCKETS - 1)
-                mg_buf_appendf(o, "metagate_loop_lag_seconds_bucket{loop=\"%d\",le=\"%g\"} %" PRIu64
-                                  "\n", i, (double)lag_le_us[b] / 1e6, cum);
+                mg_buf_appendf(o, "%s_seconds_bucket{loop=\"%d\",le=\"%g\"} %" PRIu64 "\n", base, i,
+                               (double)lag_le_us[b] / 1e6, cum);
             else
-                mg_buf_appendf(o, "metagate_loop_lag_seconds_bucket{loop=\"%d\",le=\"+Inf\"} %" PRIu64
-                                  "\n", i, cum);
+                mg_buf_appendf(o, "%s_seconds_bucket{loop=\"%d\",le=\"+Inf\"} %" PRIu64 "\n", base, i,
+                               cum);
         }
-        mg_buf_appendf(o, "metagate_loop_lag_seconds_sum{loop=\"%d\"} %.6f\n", i,
-                       (double)rd(&m->lag_sum_us) / 1e6);
-        mg_buf_appendf(o, "metagate_loop_lag_seconds_count{loop=\"%d\"} %" PRIu64 "\n", i, cum);
+        mg_buf_appendf(o, "%s_seconds_sum{loop=\"%d\"} %.6f\n", base, i,
+                       (double)rd(&h->sum_us) / 1e6);
+        mg_buf_appendf(o, "%s_seconds_count{loop=\"%d\"} %" PRIu64 "\n", base, i, cum);
     }
-    mg_buf_appendf(o, "# HELP metagate_loop_lag_p99_seconds Upper bound of the loop-lag bucket "
-                      "holding the 99th percentile since start (+Inf: 1e9).\n"
-                      "# TYPE metagate_loop_lag_p99_seconds gauge\n");
+    mg_buf_appendf(o, "# HELP %s_p99_seconds p99 of %s_seconds since start (bucket upper "
+                      "bound).\n# TYPE %s_p99_seconds gauge\n", base, base, base);
     for (int i = 0; i < srv->nloops; i++) {
-        const struct gw__metrics *m = &srv->loops[i].metrics;
+        const struct gw__lag_hist *h =
+            (const void *)((const char *)&srv->loops[i].metrics + which);
         uint64_t total = 0, cum = 0;
         for (int b = 0; b < GW_LAG_BUCKETS; b++)
-            total += rd(&m->lag_bucket[b]);
+            total += rd(&h->bucket[b]);
         double p99 = 0;
         for (int b = 0; b < GW_LAG_BUCKETS && total > 0; b++) {
-            cum += rd(&m->lag_bucket[b]);
+            cum += rd(&h->bucket[b]);
             if (cum * 100 >= total * 99) {
                 p99 = b < GW_LAG_BUCKETS - 1 ? (double)lag_le_us[b] / 1e6 : 1e9;
                 break;
             }
         }
-        mg_buf_appendf(o, "metagate_loop_lag_p99_seconds{loop=\"%d\"} %g\n", i, p99);
+        mg_buf_appendf(o, "%s_p99_seconds{loop=\"%d\"} %g\n", base, i, p99);
     }
-    mg_buf_appendf(o, "# HELP metagate_loop_lag_max_seconds Largest loop lag seen since start.\n"
-                      "# TYPE metagate_loop_lag_max_seconds gauge\n");
-    for (int i = 0; i < srv->nloops; i++)
-        mg_buf_appendf(o, "metagate_loop_lag_max_seconds{loop=\"%d\"} %.6f\n", i,
-                       (double)rd(&srv->loops[i].metrics.lag_max_us) / 1e6);
+    mg_buf_appendf(o, "# HELP %s_max_seconds Largest sample of %s_seconds since start.\n"
+                      "# TYPE %s_max_seconds gauge\n", base, base, base);
+    for (int i = 0; i < srv->nloops; i++) {
+        const struct gw__lag_hist *h =
+            (const void *)((const char *)&srv->loops[i].metrics + which);
+        mg_buf_appendf(o, "%s_max_seconds{loop=\"%d\"} %.6f\n", base, i,
+                       (double)rd(&h->max_us) / 1e6);
+    }
+}
+
+static void render_loop_lag(struct mg_buf *o, struct gw_server *srv)
+{
+    char help[200];
+    snprintf(help, sizeof(help),
+             "How late each event loop's %d ms probe timer fired (time the loop was busy, "
+             "blocked, or waiting for a CPU).", GW_LAG_PERIOD_MS);
+    render_lag_family(o, srv, "metagate_loop_lag", help,
+                      offsetof(struct gw__metrics, lag));
+    render_lag_family(o, srv, "metagate_loop_lag_self",
+                      "Loop lag minus the time the loop thread waited for a CPU meanwhile "
+                      "(run-queue delay, /proc/thread-self/schedstat): what the loop's own work "
+                      "or blocking cost.",
+                      offsetof(struct gw__metrics, lag_self));
 }
 
 /* The meta op path and, per shard, its raft group (issue 7: commit latency, proposals in

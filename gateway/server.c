@@ -38,6 +38,7 @@
 #include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <openssl/err.h>
@@ -284,10 +285,26 @@ static void loop_dispose(struct gw__loop *l)
 
 static void on_lag_timer(uv_timer_t *t);
 
+/* The loop thread's run-queue wait so far (ns), from the second field of
+ * /proc/thread-self/schedstat ("cpu-time run-delay timeslices"); 0 if unavailable. */
+static uint64_t run_delay_ns(struct gw__loop *l)
+{
+    char buf[96];
+    if (l->schedstat_fd < 0)
+        return 0;
+    ssize_t n = pread(l->schedstat_fd, buf, sizeof(buf) - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *p = strchr(buf, ' ');
+    return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
 static void lag_arm(struct gw__loop *l)
 {
     uv_update_time(&l->loop);
     l->lag_due_ns = gw__now_ns() + (uint64_t)GW_LAG_PERIOD_MS * 1000000u;
+    l->lag_rq_ns = run_delay_ns(l);
     uv_timer_start(&l->lag_timer, on_lag_timer, GW_LAG_PERIOD_MS, 0);
 }
 
@@ -296,8 +313,11 @@ static void on_lag_timer(uv_timer_t *t)
     struct gw__loop *l = t->data;
     uint64_t now = gw__now_ns();
     /* libuv's timer clock has 1 ms granularity and may fire up to 1 ms early: clamp at 0. */
-    uint64_t lag_us = now > l->lag_due_ns ? (now - l->lag_due_ns) / 1000 : 0;
-    gw__metrics_record_lag(&l->metrics, lag_us);
+    uint64_t lag_ns = now > l->lag_due_ns ? now - l->lag_due_ns : 0;
+    /* Run-queue wait since arming, counted against the lag (it can only have delayed it). */
+    uint64_t rq = run_delay_ns(l) - l->lag_rq_ns;
+    uint64_t self_ns = lag_ns > rq ? lag_ns - rq : 0;
+    gw__metrics_record_lag(&l->metrics, lag_ns / 1000, self_ns / 1000);
     if (!l->stopping)
         lag_arm(l);
 }
@@ -315,6 +335,7 @@ static void loop_main(void *arg)
         abort();
     }
     gw__async_loop_init(l);
+    l->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     lag_arm(l);
     if (atomic_fetch_add(&srv->running_loops, 1) + 1 == srv->nloops) {
         atomic_store(&srv->serving, 1);
@@ -323,6 +344,8 @@ static void loop_main(void *arg)
     uv_run(&l->loop, UV_RUN_DEFAULT);
     atomic_store(&srv->serving, 0);
     loop_dispose(l);
+    if (l->schedstat_fd >= 0)
+        close(l->schedstat_fd);
     current_loop = NULL;
 }
 

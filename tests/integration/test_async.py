@@ -10,15 +10,17 @@ no HTTP library: a request is one sendall and a few recv calls. The client
 runs at nice 19, so on a small box its CPU use does not show up as server
 loop lag.
 
-- Loop lag: the p99 of every loop's metagate_loop_lag_seconds histogram over
-  the load window (the difference of two /metrics scrapes; an upper bound:
-  the bucket's le) stays at or under 5 ms. This machine is shared (other
-  builds and fuzzers may keep its cores busy), and lag is also what the
-  kernel's scheduler adds to any thread waiting for a core, so a control
-  probe runs alongside: a process at the server's priority that sleeps
-  20 ms at a time and records how late it wakes. The bound applies to the
-  loops' lag beyond the control's p99 (on a quiet box the control is ~0.1 ms,
-  so this is the plain 5 ms bound); both figures are printed.
+- Loop lag: the p99 of every loop's lag histogram over the load window (the
+  difference of two /metrics scrapes; an upper bound: the bucket's le) stays
+  at or under 5 ms. This machine is shared (other engineers' builds and
+  fuzzers often keep both cores busy: load averages of 10-25), and raw loop
+  lag (metagate_loop_lag_seconds) also counts the time a loop thread waits on
+  the run queue for a core, which no handler causes. The bound is therefore
+  checked on metagate_loop_lag_self_seconds, the same probe minus the loop
+  thread's run-queue wait (/proc/thread-self/schedstat): what the loop's own
+  work or a blocking call costs. Printed alongside: the raw lag p99, a
+  control probe (a process at the server's priority sleeping 20 ms at a
+  time; what the scheduler alone adds) and the load average.
 - Same key: 64 clients overwriting ONE key reach at least 0.7x the rate of
   64 clients writing distinct keys (writes to one key pipeline on the meta
   thread instead of waiting for each other's commit). Rounds alternate
@@ -153,19 +155,22 @@ def run_load_with_control(bucket, seconds):
     return rate, errors, samples[int(len(samples) * 0.99) - 1] if samples else 0.0
 
 
-LAG_RE = re.compile(r'^metagate_loop_lag_seconds_bucket\{loop="(\d+)",le="([^"]+)"\} (\d+)$')
+LAG_RE = re.compile(
+    r'^(metagate_loop_lag(?:_self)?)_seconds_bucket\{loop="(\d+)",le="([^"]+)"\} (\d+)$')
 
 
 def lag_buckets():
-    """{loop: [(le, cumulative count), ...]} from /metrics."""
+    """{family: {loop: [(le, cumulative count), ...]}} from /metrics, for
+    metagate_loop_lag and metagate_loop_lag_self."""
     with urllib.request.urlopen(mgtest.ENDPOINT + "/metrics", timeout=30) as r:
         text = r.read().decode()
     out = {}
     for line in text.splitlines():
         m = LAG_RE.match(line)
         if m:
-            le = float("inf") if m.group(2) == "+Inf" else float(m.group(2))
-            out.setdefault(int(m.group(1)), []).append((le, int(m.group(3))))
+            le = float("inf") if m.group(3) == "+Inf" else float(m.group(3))
+            out.setdefault(m.group(1), {}).setdefault(int(m.group(2)), []).append(
+                (le, int(m.group(4))))
     return out
 
 
@@ -190,23 +195,27 @@ class AsyncLoops(S3TestCase):
 
     def test_loop_lag_p99_under_load(self):
         before = lag_buckets()
-        self.assertTrue(before, "no metagate_loop_lag_seconds in /metrics")
+        self.assertIn("metagate_loop_lag_self", before, "no loop-lag histograms in /metrics")
         rate, errors, control = run_load_with_control(self.bucket, ROUND_S)
         after = lag_buckets()
-        worst = 0.0
-        for loop in sorted(after):
-            v, n = p99(before[loop], after[loop])
-            print("# loop %d: p99 lag <= %g ms over %d samples" % (loop, v * 1e3, n),
-                  flush=True)
-            self.assertGreater(n, 0, "loop %d took no lag samples" % loop)
-            worst = max(worst, v)
-        print("# 64 x 1 KiB PUT: %.0f PUT/s, %d errors, worst loop p99 lag <= %g ms, "
-              "control (scheduler only) p99 %.2f ms, load average %s"
-              % (rate, errors, worst * 1e3, control * 1e3,
+        worst = {}
+        for fam in ("metagate_loop_lag", "metagate_loop_lag_self"):
+            worst[fam] = 0.0
+            for loop in sorted(after[fam]):
+                v, n = p99(before[fam][loop], after[fam][loop])
+                print("# loop %d: %s p99 <= %g ms over %d samples"
+                      % (loop, fam, v * 1e3, n), flush=True)
+                self.assertGreater(n, 0, "loop %d took no lag samples" % loop)
+                worst[fam] = max(worst[fam], v)
+        print("# 64 x 1 KiB PUT: %.0f PUT/s, %d errors; worst loop p99: lag <= %g ms, "
+              "lag beyond run-queue wait <= %g ms; control (scheduler only) p99 %.2f ms; "
+              "load average %s"
+              % (rate, errors, worst["metagate_loop_lag"] * 1e3,
+                 worst["metagate_loop_lag_self"] * 1e3, control * 1e3,
                  open("/proc/loadavg").read().split()[0]), flush=True)
         self.assertEqual(errors, 0)
         self.assertGreater(rate, 0)
-        self.assertLessEqual(worst - control, LAG_P99_MAX_S)
+        self.assertLessEqual(worst["metagate_loop_lag_self"], LAG_P99_MAX_S)
 
     def test_same_key_rate(self):
         distinct = same = 0.0

@@ -380,6 +380,11 @@ static void test_loop_lag_metrics(void **state)
         assert_non_null(strstr(r.body, want));
         snprintf(want, sizeof(want), "metagate_loop_lag_p99_seconds{loop=\"%d\"}", loop);
         assert_non_null(strstr(r.body, want));
+        snprintf(want, sizeof(want), "metagate_loop_lag_self_seconds_count{loop=\"%d\"} ", loop);
+        p = strstr(r.body, want);
+        if (p == NULL)
+            fail_msg("no %s in /metrics", want);
+        assert_true(strtoull(p + strlen(want), NULL, 10) > 0);
     }
     assert_non_null(strstr(r.body, "\nmetagate_slowdown_total 0\n"));
     /* Per-group raft figures (meta_op_stats_get, sampled every 500 ms). */
