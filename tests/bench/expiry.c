@@ -160,6 +160,7 @@ struct lister {
     _Atomic uint64_t t_unchanged;  /* send time of the last LIST whose first key was id 0 */
     _Atomic uint64_t t_changed;    /* first LIST whose first key was not id 0 */
     _Atomic uint64_t t_gone;       /* first LIST showing no key under the rule prefix */
+    _Atomic uint64_t head_seq;     /* seq of the first key listed: about how many expired */
     char first_error[200];
 };
 
@@ -314,6 +315,8 @@ static void *lister_main(void *arg)
         size_t fl = 0;
         const char *fk = first_key(buf, &fl);
         uint64_t ta = a - x->t0_ns;
+        if (fk && fl > 11 && fk[fl - 11] == '-')
+            atomic_store(&l->head_seq, strtoull(fk + fl - 10, NULL, 10));
         if (fk && fl == k0len && memcmp(fk, key0, fl) == 0)
             atomic_store(&l->t_unchanged, ta);
         else if (!atomic_load(&l->t_changed))
@@ -666,9 +669,11 @@ static void progress(const char *name, const char *phase, double t, const struct
         snprintf(tb, sizeof(tb), "%.0f", m->tombstones);
     if (!isnan(m->backlog))
         snprintf(bl, sizeof(bl), "%.0f", m->backlog);
-    const char *head = atomic_load(&l[PFX_LOGS].t_gone)      ? "no old key"
-                       : atomic_load(&l[PFX_LOGS].t_changed) ? "oldest gone"
-                                                             : "oldest";
+    char head[48];
+    if (atomic_load(&l[PFX_LOGS].t_gone))
+        snprintf(head, sizeof(head), "no old key");
+    else
+        snprintf(head, sizeof(head), "#%" PRIu64, atomic_load(&l[PFX_LOGS].head_seq));
     fprintf(stderr, "[%s %s] t=%6.1fs  expired %s/%" PRIu64 "  backlog %s  tombstones %s  logs/ "
                     "starts: %s  LIST logs/ %.2f ms keep/ %.2f ms (%" PRIu64 " + %" PRIu64
                     " LISTs)\n",
