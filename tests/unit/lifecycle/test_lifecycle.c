@@ -57,13 +57,16 @@ int tl_expires(const struct lc_config *cfg, const char *key, uint64_t size,
     return lc_config_expiry(cfg, &o, LC_DAY_SECONDS, &due, &r);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     int failed = 0;
     mg_log_set_level("warn");
+    if (argc == 3 && strcmp(argv[1], "--kill9-child") == 0)
+        return test_scheduler_kill9_child(argv[2]);
     failed += test_xml_run();
     failed += test_rule_run();
     failed += test_codec_run();
     failed += test_rate_run();
+    failed += test_scheduler_run();
     return failed;
 }

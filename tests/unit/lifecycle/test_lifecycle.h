@@ -34,5 +34,9 @@ int test_xml_run(void);
 int test_rule_run(void);
 int test_codec_run(void);
 int test_rate_run(void);
+int test_scheduler_run(void);
+/* The store + scheduler killed mid-expiry (test_scheduler.c): "test_lifecycle --kill9-child
+ * DIR". */
+int test_scheduler_kill9_child(const char *dir);
 
 #endif
