@@ -11,9 +11,11 @@ MG_BUILD_PKGS="build-essential cmake pkg-config libh2o-dev libuv1-dev
  libcmocka-dev"
 
 # What the test suite needs on top: the stock S3 clients, curl and openssl
-# for presigned URLs and TLS, wrk and gnuplot for tests/bench.
+# for presigned URLs and TLS, wrk and gnuplot for tests/bench, libfuse3-dev
+# and fuse3 (fusermount3) for tests/fault/powercut, the FUSE file system of
+# the power-cut suite.
 MG_TEST_PKGS="awscli s3cmd python3 python3-boto3 curl openssl ca-certificates
- gnuplot-nox wrk"
+ gnuplot-nox wrk libfuse3-dev fuse3"
 
 # The libFuzzer stage of tests/run.sh: clang 14 (Debian 12's clang), its
 # compiler-rt (libclang_rt.fuzzer*.a and the ASan/UBSan runtimes live in
