@@ -298,6 +298,9 @@ run_integration() {
 }
 
 if [ "$RELEASE_OK" = 1 ] && [ -x build/metagate ]; then
+    # The power-cut suite (test_powercut.py) mounts the Release build's FUSE file system; it
+    # needs root and /dev/fuse, else it is counted as skipped.
+    export MG_POWERCUT_BIN="$ROOT/build/tests/fault/powercut/mg_powercut"
     # shellcheck disable=SC2086
     run_integration integration build/metagate ${MG_INTEGRATION_ARGS:-}
 else
