@@ -157,8 +157,10 @@ struct lister {
     _Atomic uint64_t last_us;      /* latency of the last LIST */
     _Atomic uint64_t errors;
     /* logs/ only: what the first key says about expiry (scenario clock, ns; 0: not yet) */
-    _Atomic uint64_t t_unchanged;  /* send time of the last LIST whose first key was id 0 */
-    _Atomic uint64_t t_changed;    /* first LIST whose first key was not id 0 */
+    /* Whether a LIST still returns the same keys as the last one before the rule (any
+     * deletion order: RGW's is not key order). */
+    _Atomic uint64_t t_unchanged;  /* send time of the last LIST after the rule, same keys */
+    _Atomic uint64_t t_changed;    /* the first LIST after the rule with other keys */
     _Atomic uint64_t t_gone;       /* first LIST showing no key under the rule prefix */
     _Atomic uint64_t head_seq;     /* seq of the first key listed: about how many expired */
     char first_error[200];
@@ -190,6 +192,7 @@ struct ctx {
     struct mgb_config cfg;          /* endpoint, bucket, region, load settings */
     struct keyspace ks;
     uint64_t t0_ns;                 /* scenario clock origin */
+    _Atomic uint64_t rule_ns;       /* mgb_now_ns() just before the rule is PUT; 0 before */
 };
 
 static double clock_s(const struct ctx *x)
@@ -282,15 +285,31 @@ static const char *first_key(const char *body, size_t *len)
     return p;
 }
 
+/* FNV-1a over the <Key> values of a ListObjectsV2 body: which keys it returned. */
+static uint64_t keys_hash(const char *body)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = strstr(body, "<Key>"); p; p = strstr(p, "<Key>")) {
+        p += 5;
+        const char *q = strstr(p, "</Key>");
+        if (!q)
+            break;
+        for (; p < q; p++)
+            h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+        h = (h ^ 0xff) * 1099511628211ULL;
+    }
+    return h;
+}
+
 static void *lister_main(void *arg)
 {
     struct lister *l = arg;
     struct ctx *x = l->x;
-    char path[96], query[160], key0[160];
+    char path[96], query[160];
     snprintf(path, sizeof(path), "/%s", x->cfg.bucket);
     snprintf(query, sizeof(query), "list-type=2&max-keys=1000&prefix=%s%%2F", l->which ? "keep" : "logs");
-    key_name(&x->ks, 0, key0, sizeof(key0));
-    size_t k0len = strlen(key0), rplen = strlen(x->ks.rule_prefix);
+    size_t rplen = strlen(x->ks.rule_prefix);
+    uint64_t ref = 0;
     char *buf = mg_malloc(LIST_CAP);
     int fd = -1;
     struct mgb_req rq = {.method = "GET", .path = path, .query = query};
@@ -317,7 +336,10 @@ static void *lister_main(void *arg)
         uint64_t ta = a - x->t0_ns;
         if (fk && fl > 11 && fk[fl - 11] == '-')
             atomic_store(&l->head_seq, strtoull(fk + fl - 10, NULL, 10));
-        if (fk && fl == k0len && memcmp(fk, key0, fl) == 0)
+        uint64_t rule = atomic_load(&x->rule_ns), h = keys_hash(buf);
+        if (!rule || a < rule)
+            ref = h;
+        else if (h == ref)
             atomic_store(&l->t_unchanged, ta);
         else if (!atomic_load(&l->t_changed))
             atomic_store(&l->t_changed, ta);
@@ -673,7 +695,8 @@ static void progress(const char *name, const char *phase, double t, const struct
     if (atomic_load(&l[PFX_LOGS].t_gone))
         snprintf(head, sizeof(head), "no old key");
     else
-        snprintf(head, sizeof(head), "#%" PRIu64, atomic_load(&l[PFX_LOGS].head_seq));
+        snprintf(head, sizeof(head), "#%" PRIu64 "%s", atomic_load(&l[PFX_LOGS].head_seq),
+                 atomic_load(&l[PFX_LOGS].t_changed) ? " (keys changing)" : "");
     fprintf(stderr, "[%s %s] t=%6.1fs  expired %s/%" PRIu64 "  backlog %s  tombstones %s  logs/ "
                     "starts: %s  LIST logs/ %.2f ms keep/ %.2f ms (%" PRIu64 " + %" PRIu64
                     " LISTs)\n",
@@ -713,6 +736,7 @@ static int measure(struct ctx *x, struct xres *r, const char *metrics_url)
     double exp0 = m.expired, lsm0 = m.lsm;
     r->peak_tombstones = m.tombstones;
     r->peak_backlog = m.backlog;
+    atomic_store(&x->rule_ns, mgb_now_ns());
     r->t_rule = clock_s(x);
     int rule_ok = put_rule(x) == 0;
     /* expiry as the metric shows it */
