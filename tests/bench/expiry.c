@@ -1029,18 +1029,19 @@ static void print_report(FILE *f, const struct xres *rs, size_t n, const struct 
             fprintf(f, "\n%s: did not run\n", r->name);
             continue;
         }
-        char a[32], b[32], c[32], d[32], e[32];
+        char a[32], b[32], c[32], d[32], e[32], g[32];
+        fmt_num(g, sizeof(g), r->peak_backlog, 0);
         fmt_num(a, sizeof(a), r->expired_per_s, 0);
         fmt_num(b, sizeof(b), r->recover_s, 2);
         fmt_num(c, sizeof(c), r->peak_tombstones, 0);
         fmt_num(d, sizeof(d), r->lsm_written, 0);
         fmt_num(e, sizeof(e), r->expired, 0);
         fprintf(f, "\n%s%s%s%s: load %.1f s (%.0f PUT/s); expired %s, %s; %s objects/s; "
-                   "recover %s s; peak tombstones %s; LSM bytes written %s\n",
+                   "recover %s s; peak tombstones %s; LSM bytes written %s; peak due backlog %s\n",
                 r->name, r->keys != KEYS_ALL ? " (" : "", keys_dropped[r->keys],
                 r->keys != KEYS_ALL ? ")" : "",
                 r->load_s, r->load_rate, e,
-                r->complete ? "complete" : "NOT complete", a, b, c, d);
+                r->complete ? "complete" : "NOT complete", a, b, c, d, g);
         if (r->t_end >= 0)
             fprintf(f, "  expiry observed until t=%.1f s\n", r->t_end - r->t_rule);
         fprintf(f, "  %-8s %-6s %7s %9s %9s %9s\n", "phase", "prefix", "LISTs", "p50 ms",
