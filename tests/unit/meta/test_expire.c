@@ -197,6 +197,41 @@ static void test_expire_only_due(void **state)
     assert_true(st.expired >= 3);
 }
 
+#define XML_LOGS_AND_DATE                                                                    \
+    "<LifecycleConfiguration><Rule><ID>logs</ID><Filter><Prefix>logs/</Prefix></Filter>"   \
+    "<Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>"                 \
+    "<Rule><ID>old</ID><Filter><Prefix>old/</Prefix></Filter><Status>Enabled</Status>"      \
+    "<Expiration><Date>2020-01-01T00:00:00Z</Date></Expiration></Rule>"                      \
+    "</LifecycleConfiguration>"
+
+/* A row written behind the scheduler's cursor (a Date rule in the past) moves the cursor back
+ * to it, so the next scan still finds it. */
+static void test_cursor_back(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.lc_day_seconds = 1;
+    set_rules(f, BKT, XML_LOGS_AND_DATE);
+    uint64_t id = bucket_id(f, BKT);
+    put(f, BKT, "logs/a");
+    struct meta_expire_item items[4];
+    uint64_t epoch;
+    int64_t later = meta__now_ms() + 10000;
+    size_t n = scan(f, id, later, items, 4, &epoch);
+    assert_int_equal(n, 1);
+    struct meta_expire_result r;
+    assert_int_equal(meta_lc_expire_batch(f->ms, BKT, items, n, later, epoch, &r), 0);
+    assert_int_equal(r.expired, 1);
+    assert_int_equal(scan(f, id, later, items, 4, &epoch), 0); /* the cursor is past logs/a */
+    put(f, BKT, "old/x"); /* due 2020-01-01: far behind the cursor */
+    n = scan(f, id, later, items, 4, &epoch);
+    assert_int_equal(n, 1);
+    assert_memory_equal(items[0].key.base, "old/x", 5);
+    assert_int_equal(items[0].due_ms, 1577836800000LL);
+    assert_int_equal(meta_lc_expire_batch(f->ms, BKT, items, n, 0, epoch, &r), 0);
+    assert_int_equal(r.expired, 1);
+    assert_false(exists(f, BKT, "old/x"));
+}
+
 /* ------------------------------------------------------ the range guard */
 
 struct race {
@@ -482,7 +517,7 @@ static void test_put_cost(void **state)
             int target = cs.done + COST_INFLIGHT;
             for (int i = 0; i < COST_INFLIGHT; i++) {
                 struct meta_op *op = meta_op_create(META_OP_OBJECT_PUT);
-                char key[32];
+                char key[64];
                 snprintf(key, sizeof(key), "logs/%d-%02d-%04d", m, r, i);
                 op->data = &cs;
                 op->in.bucket = BKT;
@@ -514,6 +549,7 @@ int test_expire_run(void)
         cmocka_unit_test_setup_teardown(test_due_rows, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_due_rows_tags, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_expire_only_due, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_cursor_back, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_range_guard_put_pending, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_range_guard_put_after, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_range_vs_point, fx_setup, fx_teardown),
