@@ -541,6 +541,83 @@ static void test_put_cost(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Expiry throughput through the op path: EXPIRE_N due objects (16-byte inline), scanned and
+ * expired in batches of 1,000 as the scheduler does, range then point. Printed, not
+ * asserted. */
+#define EXPIRE_N 8000
+static void test_expire_rate(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.lc_day_seconds = 1;
+    uv_loop_t loop;
+    struct meta_client *c;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(meta_client_create(f->ms, &loop, &c), 0);
+    char etag[33];
+    fx_md5_hex(DATA, 16, etag);
+    for (int m = 0; m < 2; m++) {
+        char bname[16];
+        snprintf(bname, sizeof(bname), "rate-%d", m);
+        struct mg_str bucket = str_of(bname, strlen(bname));
+        assert_int_equal(meta_bucket_create(f->ms, bucket, S("alice"), META_ACL_PRIVATE), 0);
+        set_rules(f, bucket, XML_LOGS_1DAY);
+        struct cost cs = {0};
+        for (int r = 0; r < EXPIRE_N / COST_INFLIGHT; r++) {
+            int target = cs.done + COST_INFLIGHT;
+            for (int i = 0; i < COST_INFLIGHT; i++) {
+                struct meta_op *op = meta_op_create(META_OP_OBJECT_PUT);
+                char key[64];
+                snprintf(key, sizeof(key), "logs/%02d-%04d", r, i);
+                op->data = &cs;
+                op->in.bucket = bucket;
+                op->in.object.key = str_of(key, strlen(key));
+                op->in.object.etag = str_of(etag, 32);
+                op->in.object.size = op->in.object.data.size = 16;
+                op->in.object.data.inline_data = str_of(DATA, 16);
+                assert_int_equal(meta_op_submit(c, op, on_cost_done), 0);
+            }
+            while (cs.done < target)
+                uv_run(&loop, UV_RUN_ONCE);
+        }
+        assert_int_equal(cs.failed, 0);
+        f->ms->opts.lc_delete_point = m;
+        uint64_t id = bucket_id(f, bucket);
+        int64_t later = meta__now_ms() + 10000;
+        static struct meta_expire_item items[META_EXPIRE_BATCH_MAX];
+        size_t total = 0;
+        uint32_t ranges = 0;
+        int64_t t0 = mono_ns();
+        for (;;) {
+            struct mg_arena a;
+            size_t n;
+            int64_t oldest;
+            uint64_t epoch;
+            mg_arena_init(&a);
+            assert_int_equal(meta_lc_due_scan(f->ms, id, later, META_EXPIRE_BATCH_MAX, &a, items,
+                                              &n, &oldest, &epoch),
+                             0);
+            struct meta_expire_result r = {0};
+            if (n > 0)
+                assert_int_equal(meta_lc_expire_batch(f->ms, bucket, items, n, later, epoch, &r),
+                                 0);
+            mg_arena_close(&a);
+            if (n == 0)
+                break;
+            total += r.expired;
+            ranges += r.range_deletes;
+        }
+        int64_t ns = mono_ns() - t0;
+        assert_int_equal(total, EXPIRE_N);
+        printf("lc_expire_rate: %s: %zu objects in %lld ms: %.0f objects/s (%u range tombstones)\n",
+               m ? "point" : "range", total, (long long)(ns / 1000000), total * 1e9 / (double)ns,
+               ranges);
+    }
+    f->ms->opts.lc_delete_point = 0;
+    meta_client_destroy(c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int test_expire_run(void)
 {
     if (getenv("MG_TEST_NO_GUARD") != NULL)
@@ -556,6 +633,7 @@ int test_expire_run(void)
         cmocka_unit_test_setup_teardown(test_reindex, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_mpu_complete_due, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_put_cost, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_expire_rate, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests_name("meta_expire", tests, NULL, NULL);
 }
