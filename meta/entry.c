@@ -178,8 +178,9 @@ void meta__object_encode(const struct meta_object *o, enum meta_rec_kind kind, s
         meta__put_u64(out, p->size);
         mg_buf_append(out, p->checksum.base, p->checksum.len);
     }
-    if (o->lc_due_ms != 0) { /* objects no rule matches cost nothing */
-        assert(o->lc_due_ms > 0);
+    /* Objects no rule matches cost nothing; upload templates never carry a due time (a
+     * caller's stray value in the template it passed is not stored). */
+    if (kind == META_REC_OBJECT && o->lc_due_ms > 0) {
         w_u64(out, T_LC_DUE, (uint64_t)o->lc_due_ms);
         w_u64(out, T_LC_GEN, o->lc_gen);
     }
