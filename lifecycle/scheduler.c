@@ -22,6 +22,15 @@
 #define UPLOADS_PER_PASS 1000  /* uploads listed per bucket per pass for AbortIncomplete... */
 #define BACKOFF_SLEEP_MS 2
 #define BACKOFF_ROUNDS_MAX 100 /* 200 ms: then one batch goes anyway */
+#define UPLOAD_MARKERS 64      /* buckets whose upload listing resumes where it stopped */
+
+/* Where the listing of a bucket's uploads stopped (in memory: after a restart it starts over,
+ * which only costs a re-listing). Direct-mapped by bucket id. */
+struct upload_marker {
+    uint64_t bucket_id;
+    struct mg_buf key;
+    struct mg_buf upload_id;
+};
 
 struct lc_scheduler {
     struct meta_store *ms;
@@ -35,6 +44,7 @@ struct lc_scheduler {
     uint64_t passes_ended;  /* under mu */
     struct lc_rate rate;    /* expiry, objects/s */
     struct lc_rate reindex; /* re-index, entries/s */
+    struct upload_marker markers[UPLOAD_MARKERS]; /* scheduler thread only */
 };
 
 static int64_t mono_ns(void)
@@ -186,8 +196,28 @@ static void reindex_bucket(struct lc_scheduler *s, const struct meta_bucket *b,
         ps->reindex_pending--;
 }
 
+static struct upload_marker *marker_of(struct lc_scheduler *s, uint64_t bucket_id)
+{
+    struct upload_marker *m = &s->markers[bucket_id % UPLOAD_MARKERS];
+    if (m->bucket_id != bucket_id) {
+        m->bucket_id = bucket_id;
+        m->key.len = m->upload_id.len = 0;
+    }
+    return m;
+}
+
+static void marker_set(struct upload_marker *m, const struct meta_upload *last, int truncated)
+{
+    m->key.len = m->upload_id.len = 0;
+    if (truncated && last != NULL) {
+        mg_buf_append(&m->key, last->key.base, last->key.len);
+        mg_buf_append(&m->upload_id, last->upload_id.base, last->upload_id.len);
+    }
+}
+
 /* AbortIncompleteMultipartUpload: uploads initiated more than DaysAfterInitiation days ago,
- * through meta's abort (which frees the parts). Up to UPLOADS_PER_PASS listed per pass. */
+ * through meta's abort (which frees the parts). Up to UPLOADS_PER_PASS listed per pass, from
+ * where the last pass stopped (back to the start after the last page). */
 static void abort_uploads(struct lc_scheduler *s, const struct meta_bucket *b,
                           const struct lc_config *cfg)
 {
@@ -201,8 +231,13 @@ static void abort_uploads(struct lc_scheduler *s, const struct meta_bucket *b,
     size_t n = 0;
     int truncated = 0;
     mg_arena_init(&a);
-    int rv = meta_mpu_list(s->ms, b->name, (struct mg_str){"", 0}, (struct mg_str){"", 0},
-                           (struct mg_str){"", 0}, UPLOADS_PER_PASS, &a, &u, &n, &truncated);
+    struct upload_marker *m = marker_of(s, b->id);
+    int rv = meta_mpu_list(s->ms, b->name, (struct mg_str){"", 0},
+                           (struct mg_str){m->key.base, m->key.len},
+                           (struct mg_str){m->upload_id.base, m->upload_id.len}, UPLOADS_PER_PASS,
+                           &a, &u, &n, &truncated);
+    if (rv == 0)
+        marker_set(m, n > 0 ? &u[n - 1] : NULL, truncated);
     int64_t now = wall_ms();
     for (size_t i = 0; rv == 0 && i < n; i++) {
         int64_t due;
@@ -286,6 +321,10 @@ int lc_scheduler_create(struct meta_store *ms, const struct lc_scheduler_opts *o
     assert(ms != NULL && out != NULL);
     struct lc_scheduler *s = mg_calloc(1, sizeof(*s));
     s->ms = ms;
+    for (size_t i = 0; i < UPLOAD_MARKERS; i++) {
+        mg_buf_init(&s->markers[i].key);
+        mg_buf_init(&s->markers[i].upload_id);
+    }
     if (opts != NULL)
         s->o = *opts;
     if (s->o.day_seconds == 0)
@@ -338,6 +377,10 @@ void lc_scheduler_destroy(struct lc_scheduler *s)
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
+    for (size_t i = 0; i < UPLOAD_MARKERS; i++) {
+        mg_buf_close(&s->markers[i].key);
+        mg_buf_close(&s->markers[i].upload_id);
+    }
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     mg_free(s);
