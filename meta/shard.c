@@ -32,6 +32,7 @@
 #include <sys/socket.h>
 
 #define MG_MODULE "meta"
+#include "common/fs.h"
 #include "meta/shard.h"
 
 #define FLUSH_TICK_MS 1000
@@ -446,7 +447,12 @@ static int open_host(struct meta__shards *ss, char *errmsg)
     struct meta_store *ms = ss->ms;
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/raft", ms->data_dir);
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    if (mkdir(dir, 0700) == 0) {
+        if (mg_fsync_dir(ms->data_dir) != 0) { /* the new raft/ entry */
+            snprintf(errmsg, 256, "fsync of %.200s failed", ms->data_dir);
+            return MG_EIO;
+        }
+    } else if (errno != EEXIST) {
         snprintf(errmsg, 256, "cannot create %.200s: %s", dir, strerror(errno));
         return MG_EIO;
     }

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #define MG_MODULE "meta"
+#include "common/fs.h"
 #include "meta/op.h"
 
 int meta__apply_put(struct meta_store *ms, struct mg_buf *k, struct mg_buf *v)
@@ -280,6 +281,12 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
     locks_init(ms);
     atomic_init(&ms->list_steps, 0);
     ms->free_grace_ms = opts->free_grace_ms ? opts->free_grace_ms : META_FREE_GRACE_MS_DEFAULT;
+    /* db/ and blobs/ (and data_dir itself) are new directory entries: durable only once their
+     * parents are fsynced (common/fs.h). */
+    if ((rv = mg_fsync_dir(ms->data_dir)) != 0 || (rv = mg_fsync_parent(ms->data_dir)) != 0) {
+        snprintf(errmsg, 256, "fsync of %s: %s", ms->data_dir, mg_err_name(rv));
+        goto err_after_blobs;
+    }
     if ((rv = meta__rt_start(ms, errmsg)) != 0)
         goto err_after_blobs;
     mg_log(MG_LOG_INFO, "event=meta_open dir=%s rocksdb_wal=off inline_max=%u", ms->data_dir,
@@ -330,4 +337,5 @@ void meta_stats_get(struct meta_store *ms, struct meta_stats *out)
     out->rocksdb_sst_bytes = eng_db_property_int(ms->db, "rocksdb.total-sst-files-size");
     out->rocksdb_memtable_bytes = eng_db_property_int(ms->db, "rocksdb.cur-size-all-mem-tables");
     eng_blob_stats_get(ms->bs, &out->blobs);
+    eng_db_stats_get(ms->db, &out->db);
 }

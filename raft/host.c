@@ -23,6 +23,7 @@
 
 #define MG_MODULE "raft"
 #include "common/common.h"
+#include "common/fs.h"
 #include "raft/internal.h"
 
 #define BALANCE_MAX_MOVES 16 /* transfers started per balancing round */
@@ -567,7 +568,11 @@ int mraft_group_create(struct mraft_host *h, const struct mraft_group_config *cf
         rv = MG_ECONFIG;
         goto err_after_alloc;
     }
-    if (mkdir(g->dir, 0755) != 0 && errno != EEXIST) {
+    if (mkdir(g->dir, 0700) == 0) {
+        /* the new g<id> entry is durable only once the host's directory is fsynced */
+        if ((rv = mg_fsync_dir(h->data_dir)) != 0)
+            goto err_after_alloc;
+    } else if (errno != EEXIST) {
         rv = mg_err_from_errno(errno);
         goto err_after_alloc;
     }
