@@ -114,9 +114,9 @@ int meta_bucket_list(struct meta_store *ms, struct mg_str owner, struct mg_arena
                      struct meta_bucket **out, size_t *n);
 
 /* Field updates; which fields by mask. Returns 0, MG_ENOSUCHBUCKET, MG_EIO.
- * META_BUCKET_SET_LIFECYCLE sets lifecycle and lifecycle_bin (both empty: delete) and bumps
- * lc_gen; when lifecycle_bin is empty but lifecycle is not, the op compiles the XML itself
- * (XML lc_config_parse refuses is kept with no rules: validating is the gateway's job). */
+ * META_BUCKET_SET_LIFECYCLE sets lifecycle (empty: delete) and lifecycle_bin, which the op
+ * compiles from it (values->lifecycle_bin is ignored), and bumps lc_gen. XML lc_config_parse
+ * refuses is kept with no rules: validating is the gateway's job. */
 enum { META_BUCKET_SET_ACL = 1, META_BUCKET_SET_TAGS = 2, META_BUCKET_SET_LIFECYCLE = 4 };
 int meta_bucket_update(struct meta_store *ms, struct mg_str name, unsigned mask,
                        const struct meta_bucket *values);
