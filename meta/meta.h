@@ -552,7 +552,10 @@ struct meta_stats {
     uint64_t rocksdb_sst_bytes;
     uint64_t rocksdb_memtable_bytes;
     struct eng_blob_stats blobs;
+    struct eng_db_stats db; /* tombstones per column family, the delete tracker's work */
 };
+/* Fill out. Walks the bucket rows and the live SST list: for a metrics scrape, not per
+ * request. Any thread. */
 void meta_stats_get(struct meta_store *ms, struct meta_stats *out);
 
 /* The op path's figures for /metrics (docs/ops.md): the handoff queue and, per shard, its
