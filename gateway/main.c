@@ -4,13 +4,18 @@
  * [--listen HOST:PORT] [--data DIR]` runs every role in one process. It loads
  * and checks the configuration (common/config.h), prints the endpoint and
  * credentials, and runs the gateway until SIGINT or SIGTERM asks for a
- * graceful stop.
+ * graceful stop. `metagate admin lifecycle status --endpoint URL` reads a
+ * running server's /metrics and prints its lifecycle figures (issue 8).
  */
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #define MG_MODULE "main"
 #include "common/common.h"
@@ -36,13 +41,15 @@ static void *signal_main(void *arg)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: metagate serve [--config FILE] [--listen HOST:PORT] [--data DIR]\n"
+               "       metagate admin lifecycle status --endpoint http://HOST:PORT\n"
                "       metagate --help\n"
                "\n"
                "serve      run the S3 gateway and the embedded metadata and blob store\n"
                "--config   JSON configuration: listen, data_dir, region, users, tls, domain,\n"
                "           threads, inline_max_bytes, log_level\n"
                "--listen   override \"listen\" (e.g. 127.0.0.1:9000)\n"
-               "--data     override \"data_dir\"\n");
+               "--data     override \"data_dir\"\n"
+               "admin lifecycle status  print a running server's lifecycle figures (/metrics)\n");
 }
 
 static void print_banner(const struct mg_config *cfg, const struct gw_server *srv)
@@ -120,6 +127,144 @@ static int serve(int argc, char **argv)
     return 0;
 }
 
+/* ---- admin: plain-HTTP GET of /metrics (no TLS: point it at the plain listener). */
+
+#define ADMIN_TIMEOUT_S 10
+#define ADMIN_RESPONSE_MAX (16u << 20)
+
+/* "http://host:port[/...]" into host and port. Returns 0 or -1. */
+static int endpoint_parse(const char *url, char *host, size_t hostlen, char *port, size_t portlen)
+{
+    const char *p = strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
+    if (p == NULL)
+        return -1;
+    const char *end = p + strcspn(p, "/");
+    const char *colon = NULL;
+    if (*p == '[') { /* [v6]:port */
+        const char *rb = memchr(p, ']', (size_t)(end - p));
+        if (rb == NULL)
+            return -1;
+        snprintf(host, hostlen, "%.*s", (int)(rb - p - 1), p + 1);
+        colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+    } else {
+        colon = memchr(p, ':', (size_t)(end - p));
+        snprintf(host, hostlen, "%.*s", (int)((colon != NULL ? colon : end) - p), p);
+    }
+    if (colon != NULL)
+        snprintf(port, portlen, "%.*s", (int)(end - colon - 1), colon + 1);
+    else
+        snprintf(port, portlen, "80");
+    return host[0] != '\0' && port[0] != '\0' ? 0 : -1;
+}
+
+/* The body of GET /metrics into out (NUL-terminated). Returns 0 or -1 (message on stderr). */
+static int fetch_metrics(const char *url, struct mg_buf *out)
+{
+    char host[256], port[16];
+    if (endpoint_parse(url, host, sizeof(host), port, sizeof(port)) != 0) {
+        fprintf(stderr, "metagate: --endpoint must be http://HOST:PORT, got %s\n", url);
+        return -1;
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    int e = getaddrinfo(host, port, &hints, &res);
+    if (e != 0) {
+        fprintf(stderr, "metagate: %s: %s\n", host, gai_strerror(e));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {.tv_sec = ADMIN_TIMEOUT_S};
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    }
+    if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+        fprintf(stderr, "metagate: cannot connect to %s:%s\n", host, port);
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
+    freeaddrinfo(res);
+    char req[400];
+    int n = snprintf(req, sizeof(req), "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", host);
+    int rv = write(fd, req, (size_t)n) == n ? 0 : -1;
+    char buf[16384];
+    ssize_t got;
+    while (rv == 0 && (got = read(fd, buf, sizeof(buf))) > 0 && out->len < ADMIN_RESPONSE_MAX)
+        mg_buf_append(out, buf, (size_t)got);
+    close(fd);
+    mg_buf_append(out, "", 1);
+    out->len--;
+    char *body = strstr(out->base, "\r\n\r\n");
+    if (rv != 0 || strncmp(out->base, "HTTP/1.", 7) != 0 || strncmp(out->base + 8, " 200", 4) != 0 ||
+        body == NULL) {
+        fprintf(stderr, "metagate: GET %s/metrics failed\n", url);
+        return -1;
+    }
+    body += 4;
+    size_t blen = out->len - (size_t)(body - out->base);
+    memmove(out->base, body, blen + 1);
+    out->len = blen;
+    return 0;
+}
+
+/* The value of the sample line "name value" (name may carry labels); NULL when absent. */
+static const char *metric_find(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : p)
+        if (strncmp(p, name, n) == 0 && p[n] == ' ')
+            return p + n + 1;
+    return NULL;
+}
+
+static int admin_lifecycle_status(int argc, char **argv)
+{
+    static const struct {
+        const char *label, *metric;
+    } rows[] = {
+        {"objects expired", "metagate_lifecycle_expired_total"},
+        {"range deletes", "metagate_lifecycle_range_deletes_total"},
+        {"point deletes", "metagate_lifecycle_point_deletes_total"},
+        {"stale due rows", "metagate_lifecycle_stale_total"},
+        {"due backlog", "metagate_lifecycle_due_backlog"},
+        {"oldest due row age (s)", "metagate_lifecycle_due_oldest_age_seconds"},
+        {"entries re-indexed", "metagate_lifecycle_reindexed_total"},
+        {"buckets re-indexing", "metagate_lifecycle_reindex_pending_buckets"},
+        {"tombstones (meta cf)", "metagate_rocksdb_tombstones{cf=\"meta\"}"},
+        {"tombstones (index cf)", "metagate_rocksdb_tombstones{cf=\"index\"}"},
+        {"tracker compactions", "metagate_tracker_compactions_total"},
+        {"tracker bytes written", "metagate_rocksdb_lsm_bytes_written"},
+    };
+    const char *endpoint = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--endpoint") == 0 && i + 1 < argc) {
+            endpoint = argv[++i];
+        } else {
+            fprintf(stderr, "metagate: unknown or incomplete option \"%s\"\n", argv[i]);
+            return 2;
+        }
+    }
+    if (endpoint == NULL) {
+        fprintf(stderr, "metagate: admin lifecycle status needs --endpoint http://HOST:PORT\n");
+        return 2;
+    }
+    struct mg_buf m;
+    mg_buf_init(&m);
+    if (fetch_metrics(endpoint, &m) != 0) {
+        mg_buf_close(&m);
+        return 1;
+    }
+    printf("%-26s %s\n", "lifecycle", endpoint);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *v = metric_find(m.base, rows[i].metric);
+        printf("%-26s %.*s\n", rows[i].label, v != NULL ? (int)strcspn(v, "\n") : 1,
+               v != NULL ? v : "-");
+    }
+    mg_buf_close(&m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
@@ -129,6 +274,9 @@ int main(int argc, char **argv)
     }
     if (argc >= 2 && strcmp(argv[1], "serve") == 0)
         return serve(argc - 2, argv + 2);
+    if (argc >= 4 && strcmp(argv[1], "admin") == 0 && strcmp(argv[2], "lifecycle") == 0 &&
+        strcmp(argv[3], "status") == 0)
+        return admin_lifecycle_status(argc - 4, argv + 4);
     usage(stderr);
     return 2;
 }

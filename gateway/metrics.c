@@ -4,7 +4,8 @@
  * owns one struct gw__metrics and is its only writer (relaxed atomic loads and
  * stores, no lock prefix on the hot path); a scrape sums the loops' shards, so
  * a scrape may see a request's count before its latency, never a torn value.
- * Store figures (RocksDB, blob segments) come from meta_stats_get.
+ * Store figures (RocksDB, blob segments, tombstones, the delete tracker) come from
+ * meta_stats_get, lifecycle expiry's from meta_lifecycle_stats_get.
  *
  * Loop lag (issue 7 done-when 4): each loop's probe timer (server.c) records
  * how late it fired into a per-loop histogram, rendered per loop with a p99
@@ -322,6 +323,57 @@ static void render_raft_groups(struct mg_buf *o, struct gw_server *srv)
     mg_free(st);
 }
 
+/* Lifecycle enforcement (issue 8; meta_lifecycle_stats_get) and what it costs the LSM
+ * (meta_stats.db, engine/ eng_db_stats_get). tests/bench's `mgbench expiry` and
+ * `metagate admin lifecycle status` read these names. */
+static void render_lifecycle(struct mg_buf *o, struct gw_server *srv, const struct meta_stats *st)
+{
+    static const char *const cf_names[ENG_CF__COUNT] = {"default", "meta", "index"};
+    struct meta_lifecycle_stats lc;
+    meta_lifecycle_stats_get(srv->ms, &lc);
+    gauge(o, "metagate_lifecycle_expired_total", "counter",
+          "Objects expired by lifecycle rules since start.", lc.expired);
+    gauge(o, "metagate_lifecycle_range_deletes_total", "counter",
+          "Range tombstones lifecycle expiry wrote.", lc.range_deletes);
+    gauge(o, "metagate_lifecycle_point_deletes_total", "counter",
+          "Entries lifecycle expiry deleted one by one.", lc.point_deletes);
+    gauge(o, "metagate_lifecycle_stale_total", "counter",
+          "Due rows dropped or moved without a delete (overwritten, re-tagged, rules changed).",
+          lc.stale);
+    gauge(o, "metagate_lifecycle_reindexed_total", "counter",
+          "Entries the re-index walks visited since start.", lc.reindexed);
+    gauge(o, "metagate_lifecycle_reindex_pending_buckets", "gauge",
+          "Buckets whose re-index walk after a rules change is not done.", lc.reindex_pending);
+    gauge(o, "metagate_lifecycle_due_backlog", "gauge",
+          "Due rows at or before now at the scheduler's last pass.", lc.due_backlog);
+    mg_buf_appendf(o, "# HELP metagate_lifecycle_due_oldest_age_seconds Age of the oldest due row "
+                      "at the scheduler's last pass (0 when none was due).\n"
+                      "# TYPE metagate_lifecycle_due_oldest_age_seconds gauge\n"
+                      "metagate_lifecycle_due_oldest_age_seconds %.3f\n",
+                   lc.due_oldest_age_ms > 0 ? (double)lc.due_oldest_age_ms / 1000.0 : 0.0);
+    mg_buf_appendf(o, "# HELP metagate_rocksdb_tombstones Point deletes live in memtables and SSTs "
+                      "(table properties), per column family.\n"
+                      "# TYPE metagate_rocksdb_tombstones gauge\n");
+    for (int cf = ENG_CF_META; cf < ENG_CF__COUNT; cf++)
+        mg_buf_appendf(o, "metagate_rocksdb_tombstones{cf=\"%s\"} %" PRIu64 "\n", cf_names[cf],
+                       st->db.tombstones_mem[cf] + st->db.tombstones_sst[cf]);
+    /* RocksDB 7.8's C API exposes no cumulative flush+compaction write counter without a
+     * Statistics object, which the engine does not create: the tracker's rewrite bytes are the
+     * LSM writes this store controls (stock compactions are not counted). */
+    gauge(o, "metagate_rocksdb_lsm_bytes_written", "counter",
+          "SST bytes written by the delete tracker's compactions since start.",
+          st->db.tracker_bytes_written);
+    gauge(o, "metagate_tracker_compactions_total", "counter",
+          "CompactRange calls the delete tracker made since start.", st->db.tracker_compactions);
+    gauge(o, "metagate_tracker_compacted_read_bytes_total", "counter",
+          "SST bytes the delete tracker's compactions consumed.", st->db.tracker_bytes_read);
+    gauge(o, "metagate_tracker_ranges", "gauge", "Key ranges the delete tracker tracks now.",
+          st->db.tracker_ranges);
+    gauge(o, "metagate_tracker_deletes_pending", "gauge",
+          "Deletes the tracker counted that are not compacted yet.",
+          st->db.tracker_deletes_pending);
+}
+
 void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
 {
     struct gw__metrics *t = mg_malloc(sizeof(*t));
@@ -356,6 +408,7 @@ void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
           st.blobs.fsyncs);
     gauge(o, "metagate_blob_disk_bytes", "gauge", "Blob store bytes allocated on disk.",
           st.blobs.disk_bytes);
+    render_lifecycle(o, srv, &st);
     render_raft_groups(o, srv);
     gauge(o, "metagate_loops", "gauge", "Event loops (threads) serving HTTP.",
           (uint64_t)srv->nloops);

@@ -3,8 +3,8 @@
  * Bucket-level S3 operations: ListBuckets, CreateBucket (name rules, canned
  * ACL, re-create by the owner answered 200 as us-east-1 does), HeadBucket,
  * DeleteBucket, GetBucketLocation, bucket tagging, canned ACLs, lifecycle
- * configuration (stored as sent after a well-formedness check; lifecycle/
- * interprets it), and the read-only stubs clients probe (versioning, policy,
+ * configuration (validated and compiled by lifecycle/ lc_config_parse; meta indexes and
+ * enforces it), and the read-only stubs clients probe (versioning, policy,
  * CORS: s3cmd info reads them). Configuration is the owner's alone.
  */
 #include <stdio.h>
@@ -13,6 +13,7 @@
 
 #define MG_MODULE "gateway"
 #include "gateway/s3.h"
+#include "lifecycle/lifecycle.h"
 
 void gw__s3_list_buckets(struct gw_request *r)
 {
@@ -303,24 +304,64 @@ void gw__s3_bucket_acl(struct gw_request *r)
     submit_bucket_update(r, rv, &b, META_BUCKET_SET_ACL, &upd, 200);
 }
 
+/* GetBucketLifecycleConfiguration renders the stored rules (lc_config_to_xml), so rules PUT
+ * without an ID come back with the one they were given, as S3 does. A configuration stored
+ * before rules were compiled (lifecycle_bin empty) is returned as it was sent. */
+static void lifecycle_get(struct gw_request *r, const struct meta_bucket *b)
+{
+    struct lc_config cfg;
+    struct mg_buf x;
+    if (b->lifecycle.len == 0) {
+        gw__s3_fail(r, MG_ENOSUCHLIFECYCLE, NULL);
+        return;
+    }
+    if (b->lifecycle_bin.len == 0 ||
+        lc_config_load(b->lifecycle_bin.base, b->lifecycle_bin.len, &r->arena, &cfg) != 0) {
+        gw_respond(r, 200, "application/xml", b->lifecycle);
+        return;
+    }
+    mg_buf_init(&x);
+    lc_config_to_xml(&cfg, &x);
+    gw__s3_respond_xml(r, &x);
+}
+
+/* PutBucketLifecycleConfiguration: parsed and validated here, once (lc_config_parse; its
+ * error code and message become the S3 error and <Message>), and handed to the
+ * SET_LIFECYCLE op already compiled, so the meta thread does not parse it again. */
+static int lifecycle_compile(struct gw_request *r, struct meta_bucket *upd)
+{
+    struct mg_str body;
+    struct lc_config cfg;
+    struct mg_buf bin;
+    int rv = gw_body_read_all(r, GW_S3_LIFECYCLE_MAX, &body);
+    if (rv != 0)
+        return rv;
+    if (body.len == 0) {
+        snprintf(r->errmsg, sizeof(r->errmsg), "A lifecycle configuration body is required");
+        return MG_EMALFORMEDXML;
+    }
+    r->errmsg[0] = '\0';
+    if ((rv = lc_config_parse(body, &r->arena, &cfg, r->errmsg)) != 0)
+        return rv;
+    mg_buf_init(&bin);
+    lc_config_compile(&cfg, &bin);
+    upd->lifecycle = body;
+    upd->lifecycle_bin = (struct mg_str){mg_arena_dup(&r->arena, bin.base, bin.len), bin.len};
+    mg_buf_close(&bin);
+    return 0;
+}
+
 void gw__s3_bucket_lifecycle(struct gw_request *r)
 {
     struct meta_bucket b, upd;
-    struct mg_str body;
     int rv = gw__s3_bucket_load(r, GW_PERM_OWNER, &b);
     if (rv == 0 && r->op == GW_OP_GET_BUCKET_LIFECYCLE) {
-        if (b.lifecycle.len == 0)
-            gw__s3_fail(r, MG_ENOSUCHLIFECYCLE, NULL);
-        else
-            gw_respond(r, 200, "application/xml", b.lifecycle);
+        lifecycle_get(r, &b);
         return;
     }
     memset(&upd, 0, sizeof(upd)); /* DeleteBucketLifecycle: empty configuration */
-    if (rv == 0 && r->op == GW_OP_PUT_BUCKET_LIFECYCLE) {
-        if ((rv = gw_body_read_all(r, GW_S3_LIFECYCLE_MAX, &body)) == 0)
-            rv = gw_xml_check(body, "LifecycleConfiguration", &r->arena, r->errmsg);
-        upd.lifecycle = body;
-    }
+    if (rv == 0 && r->op == GW_OP_PUT_BUCKET_LIFECYCLE)
+        rv = lifecycle_compile(r, &upd);
     submit_bucket_update(r, rv, &b, META_BUCKET_SET_LIFECYCLE, &upd,
                          r->op == GW_OP_PUT_BUCKET_LIFECYCLE ? 200 : 204);
 }

@@ -9,17 +9,102 @@
  * reference; where it is silent, Ceph RGW's answers.
  */
 #include <assert.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #define MG_MODULE "gateway"
 #include "gateway/s3.h"
+#include "lifecycle/lifecycle.h"
 
 static int str_ieq(struct mg_str a, const char *lit)
 {
     size_t l = strlen(lit);
     return a.len == l && strncasecmp(a.base, lit, l) == 0;
+}
+
+/* -------------------------------------------------------- x-amz-expiration */
+
+/* lifecycle.day_seconds of the server (gateway/server.c). Declared here until gateway/gw.h
+ * carries it next to gw_inline_max_bytes. */
+uint32_t gw_lc_day_seconds(const struct gw_request *r);
+
+/* Loaded configurations, keyed by bucket id and rules generation (every SET_LIFECYCLE bumps
+ * it, so a hit is never stale), so HEAD and GET decode a bucket's binary rules once rather
+ * than per request. Bounded: LC_CACHE_SLOTS entries, the least recently used one evicted.
+ * Shared by every loop under one mutex, held only for the lookup and lc_config_expiry (a walk
+ * of the rules, no I/O). The arenas live as long as the process. */
+#define LC_CACHE_SLOTS 16
+
+static struct lc_cache_slot {
+    uint64_t bucket_id; /* 0: free */
+    uint64_t gen;
+    uint64_t used;      /* last use (cache clock) */
+    struct mg_arena arena;
+    struct lc_config cfg;
+} lc_cache[LC_CACHE_SLOTS];
+static uint64_t lc_cache_clock;
+static pthread_mutex_t lc_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The slot holding b's rules, loading them into the least recently used slot on a miss; NULL
+ * when the stored form does not load (MG_ECORRUPT: no header, the store's problem). Called
+ * with lc_cache_lock held. */
+static struct lc_cache_slot *lc_cache_get(const struct meta_bucket *b)
+{
+    struct lc_cache_slot *victim = &lc_cache[0];
+    for (size_t i = 0; i < LC_CACHE_SLOTS; i++) {
+        struct lc_cache_slot *c = &lc_cache[i];
+        if (c->bucket_id == b->id && c->gen == b->lc_gen) {
+            c->used = ++lc_cache_clock;
+            return c;
+        }
+        if (c->used < victim->used)
+            victim = c;
+    }
+    if (victim->bucket_id != 0)
+        mg_arena_close(&victim->arena);
+    victim->bucket_id = 0;
+    victim->used = 0;
+    mg_arena_init(&victim->arena);
+    if (lc_config_load(b->lifecycle_bin.base, b->lifecycle_bin.len, &victim->arena,
+                       &victim->cfg) != 0) {
+        mg_arena_close(&victim->arena);
+        mg_log(MG_LOG_WARN, "event=lifecycle_load_failed bucket_id=%llu gen=%llu",
+               (unsigned long long)b->id, (unsigned long long)b->lc_gen);
+        return NULL;
+    }
+    victim->bucket_id = b->id;
+    victim->gen = b->lc_gen;
+    victim->used = ++lc_cache_clock;
+    return victim;
+}
+
+/* x-amz-expiration on PUT, HEAD and GET when an enabled Expiration rule of b selects o
+ * (written at mtime_ms): "expiry-date=..., rule-id=..." (PutObject, HeadObject; the date is
+ * rounded to the next midnight UTC, lifecycle/lifecycle.h lc_expiration_header). */
+static void expiration_header(struct gw_request *r, const struct meta_bucket *b,
+                              const struct meta_object *o, int64_t mtime_ms)
+{
+    if (b->lifecycle_bin.len == 0)
+        return;
+    struct lc_tag *tags = mg_arena_alloc(&r->arena, (o->ntags ? o->ntags : 1) * sizeof(*tags));
+    for (size_t i = 0; i < o->ntags; i++)
+        tags[i] = (struct lc_tag){o->tags[i].k, o->tags[i].v};
+    struct lc_object obj = {.key = r->key, .size = o->size, .tags = tags, .ntags = o->ntags,
+                            .mtime_ms = mtime_ms};
+    struct mg_buf h;
+    mg_buf_init(&h);
+    pthread_mutex_lock(&lc_cache_lock);
+    struct lc_cache_slot *c = lc_cache_get(b);
+    const struct lc_rule *rule;
+    int64_t due_ms;
+    if (c != NULL && lc_config_expiry(&c->cfg, &obj, gw_lc_day_seconds(r), &due_ms, &rule))
+        lc_expiration_header(due_ms, rule->id, &h); /* rule->id lives in the slot: copy now */
+    pthread_mutex_unlock(&lc_cache_lock);
+    if (h.len > 0)
+        gw_header_add(r, "x-amz-expiration", (struct mg_str){h.base, h.len});
+    mg_buf_close(&h);
 }
 
 /* ------------------------------------------------------------------------ PUT */
@@ -65,6 +150,7 @@ static void on_put_done(struct gw_request *r, struct meta_op *op, void *arg)
     }
     gw_header_addf(r, "etag", "\"%.*s\"", (int)c->o.etag.len, c->o.etag.base);
     gw__s3_checksum_header(r, c->o.cksum_algo, c->o.cksum_value);
+    expiration_header(r, &c->b, &c->o, op->out.object.mtime_ms);
     gw__s3_respond_empty(r, 200);
 }
 
@@ -241,6 +327,7 @@ void gw__s3_get_object(struct gw_request *r)
     if ((rv = plan_get(r, &o, &plan)) != 0)
         goto fail;
     gw__s3_object_headers(r, &o);
+    expiration_header(r, &b, &o, o.mtime_ms);
     if (plan.status == 206 && plan.len > 0)
         gw_header_addf(r, "content-range", "bytes %llu-%llu/%llu",
                        (unsigned long long)plan.off,

@@ -44,6 +44,7 @@
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@
 
 #define MG_MODULE "gateway"
 #include "gateway/core.h"
+#include "lifecycle/lifecycle.h"
 
 #define MAX_ENTITY_BYTES ((5ull << 30) + (64u << 20)) /* 5 GiB + aws-chunked framing */
 #define SPILL_THRESHOLD_BYTES (32u << 20)
@@ -504,6 +506,80 @@ uint32_t gw_inline_max_bytes(const struct gw_request *r)
     return r->srv->cfg->inline_max_bytes;
 }
 
+/* ---- lifecycle enforcement (issue 8): the engine and expiry switches of the config, and the
+ * node's one lc_scheduler, started after the store opens and destroyed before it closes.
+ * struct gw_server (core.h) has no slot for the scheduler, so servers map to theirs here; a
+ * process runs one server (tests a few), hence the small fixed table. */
+
+#define LC_SERVERS_MAX 16
+
+static struct {
+    const struct gw_server *srv;
+    struct lc_scheduler *sched;
+} lc_servers[LC_SERVERS_MAX];
+static pthread_mutex_t lc_servers_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* engine.compaction as meta wants it. The config already refused other spellings
+ * (common/config.c); this is the one translation into the engine's enum. */
+static int lc_store_opts(const struct mg_config *cfg, struct meta_opts *mo, char *errmsg)
+{
+    const char *c = cfg->engine_compaction != NULL ? cfg->engine_compaction : "locality";
+    if (eng_compaction_parse(c, strlen(c), &mo->compaction) == 0)
+        return 0;
+    snprintf(errmsg, MG_CONFIG_ERRMSG_LEN, "config key \"engine.compaction\": unknown mode %s", c);
+    return MG_ECONFIG;
+}
+
+static int lc_start(struct gw_server *srv, const struct mg_config *cfg, char *errmsg)
+{
+    struct lc_scheduler_opts o = {.day_seconds = cfg->lc_day_seconds,
+                                  .max_per_second = cfg->lc_max_per_second};
+    struct lc_scheduler *s;
+    int rv = lc_scheduler_create(srv->ms, &o, &s);
+    if (rv != 0) {
+        snprintf(errmsg, MG_CONFIG_ERRMSG_LEN, "lifecycle scheduler: %s", mg_err_name(rv));
+        return rv;
+    }
+    pthread_mutex_lock(&lc_servers_lock);
+    size_t i = 0;
+    while (i < LC_SERVERS_MAX && lc_servers[i].srv != NULL)
+        i++;
+    if (i < LC_SERVERS_MAX)
+        lc_servers[i].srv = srv, lc_servers[i].sched = s;
+    pthread_mutex_unlock(&lc_servers_lock);
+    if (i == LC_SERVERS_MAX) {
+        lc_scheduler_destroy(s);
+        snprintf(errmsg, MG_CONFIG_ERRMSG_LEN, "more than %d servers in one process",
+                 LC_SERVERS_MAX);
+        return MG_EIO;
+    }
+    mg_log(MG_LOG_INFO, "event=lifecycle_scheduler day_seconds=%u max_per_second=%" PRIu64
+           " delete=%s compaction=%s", cfg->lc_day_seconds, cfg->lc_max_per_second,
+           cfg->lc_delete_point ? "point" : "range", cfg->engine_compaction);
+    return 0;
+}
+
+/* Destroys srv's scheduler (if it has one); the store stays open. */
+static void lc_stop(struct gw_server *srv)
+{
+    struct lc_scheduler *s = NULL;
+    pthread_mutex_lock(&lc_servers_lock);
+    for (size_t i = 0; i < LC_SERVERS_MAX; i++) {
+        if (lc_servers[i].srv == srv) {
+            s = lc_servers[i].sched;
+            lc_servers[i].srv = NULL;
+            lc_servers[i].sched = NULL;
+        }
+    }
+    pthread_mutex_unlock(&lc_servers_lock);
+    lc_scheduler_destroy(s);
+}
+
+uint32_t gw_lc_day_seconds(const struct gw_request *r)
+{
+    return r->srv->cfg->lc_day_seconds != 0 ? r->srv->cfg->lc_day_seconds : LC_DAY_SECONDS;
+}
+
 static void users_init(struct gw_server *srv, const struct mg_config *cfg)
 {
     srv->nusers = cfg->nusers;
@@ -572,9 +648,15 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
                            .inline_max_bytes = cfg->inline_max_bytes,
                            .raft_listen = raft_addr[0] != '\0' ? raft_addr : NULL,
                            .initial_shards = cfg->meta_initial_shards,
-                           .flusher_hold = cfg->meta_flusher_hold};
+                           .flusher_hold = cfg->meta_flusher_hold,
+                           .lc_day_seconds = cfg->lc_day_seconds,
+                           .lc_delete_point = cfg->lc_delete_point};
+    if ((rv = lc_store_opts(cfg, &mo, errmsg)) != 0)
+        goto err_after_tls;
     if ((rv = meta_store_open(&mo, &srv->ms, errmsg)) != 0)
         goto err_after_tls;
+    if ((rv = lc_start(srv, cfg, errmsg)) != 0)
+        goto err_after_meta;
     srv->nloops = cfg->threads > 0 ? cfg->threads : default_loops();
     /* struct gw__loop is cache-line aligned (its metrics shard); calloc only promises 16. */
     size_t loops_bytes = (size_t)srv->nloops * sizeof(*srv->loops);
@@ -597,6 +679,8 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
 
 err_after_store:
     free(srv->loops);
+    lc_stop(srv);
+err_after_meta:
     meta_store_close(srv->ms);
 err_after_tls:
     if (srv->ssl_ctx != NULL)
@@ -637,6 +721,7 @@ void gw_server_destroy(struct gw_server *srv)
     int all_disposed = 1;
     for (int i = 0; i < srv->nloops; i++)
         all_disposed &= srv->loops[i].disposed;
+    lc_stop(srv); /* before the store it submits to closes */
     meta_store_close(srv->ms);
     if (!all_disposed)
         return;
