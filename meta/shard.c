@@ -297,7 +297,7 @@ static int on_install(void *data, const struct mraft_snapshot_desc *desc, uint64
     return MG_EBUSY; /* single node: no peer to fetch a checkpoint from (issue 10) */
 }
 
-static const struct mraft_owner shard_owner = {
+const struct mraft_owner meta__shard_owner = {
     .apply = on_apply,
     .durable_index = on_durable_index,
     .restore = on_restore,
@@ -481,7 +481,7 @@ static int open_group(struct meta__shards *ss, struct meta__shard *s)
         .group_id = s->id + 1,
         .voters = &voter,
         .n_voters = 1,
-        .owner = &shard_owner,
+        .owner = &meta__shard_owner,
         .owner_data = s,
     };
     return mraft_group_create(ss->host, &gc, &s->g);

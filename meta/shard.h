@@ -104,6 +104,12 @@ int meta__dedup_begin(struct meta__shards *ss, struct meta_op *op, int *status);
  * retry may run) and answer the retries waiting for it. */
 void meta__dedup_finish(struct meta__shards *ss, struct meta_op *op, int status, int appended);
 
+/* The state machine of every shard's group (owner_data: its struct meta__shard): apply an
+ * entry's rows + the applied index in one RocksDB write, then its side effects; durable
+ * index from the flusher; restore from the applied-index row. Exposed for the shard tests,
+ * which drive it over libraft's raft_fixture. */
+extern const struct mraft_owner meta__shard_owner;
+
 /* Open the host and every group (replaying the log above RocksDB's applied indexes).
  * On the meta thread, before it serves. Returns 0, MG_ECONFIG, MG_EIO, MG_ECORRUPT. */
 int meta__shards_open(struct meta__rt *rt, char *errmsg);
