@@ -27,6 +27,13 @@
       "The authorization header is malformed.")                                                    \
     X(MG_EAUTHQUERY, "AuthorizationQueryParametersError", 400,                                     \
       "Error parsing the X-Amz-Credential parameter.")                                             \
+    X(MG_EWRONGREGION, "AuthorizationHeaderMalformed", 400,                                        \
+      "The authorization header is malformed; the region is wrong.")                               \
+    X(MG_EINVALIDURI, "InvalidURI", 400,                                                           \
+      "Couldn't parse the specified URI.")                                                         \
+    X(MG_EREQTIMEOUT, "RequestTimeout", 400,                                                       \
+      "Your socket connection to the server was not read from or written to within the "           \
+      "timeout period.")                                                                           \
     X(MG_ECONTENTSHA, "XAmzContentSHA256Mismatch", 400,                                            \
       "The provided 'x-amz-content-sha256' header does not match what was computed.")             \
     X(MG_EMISSINGSECHDR, "MissingSecurityHeader", 400,                                             \
@@ -48,6 +55,9 @@
       "Your previous request to create the named bucket succeeded and you already own it.")        \
     X(MG_EBUCKETNOTEMPTY, "BucketNotEmpty", 409, "The bucket you tried to delete is not empty")    \
     X(MG_EINVALIDBUCKETNAME, "InvalidBucketName", 400, "The specified bucket is not valid.")       \
+    X(MG_ERESERVEDBUCKET, "InvalidBucketName", 400,                                                \
+      "The bucket names health and metrics are reserved for the endpoints /health and "            \
+      "/metrics.")                                                                                 \
     X(MG_EKEYTOOLONG, "KeyTooLongError", 400, "Your key is too long")                              \
     X(MG_EINVALIDARGUMENT, "InvalidArgument", 400, "Invalid Argument")                             \
     X(MG_EINVALIDREQUEST, "InvalidRequest", 400, "Invalid Request")                                \

@@ -16,7 +16,9 @@
  */
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MG_MODULE "gateway"
 #include "gateway/core.h"
@@ -125,6 +127,56 @@ static int errf(struct gw_request *r, int rv, const char *msg)
     return rv;
 }
 
+/* The credential scope must name our region. AWS (tests/conformance/report.md M15): "The
+ * authorization header is malformed; the region 'eu-west-1' is wrong; expecting 'us-east-1'"
+ * with <Region> (respond.c), and for the presigned form "Error parsing the X-Amz-Credential
+ * parameter; the region ... is wrong; expecting ...". */
+static int region_check(struct gw_request *r, const struct mg_sigv4_auth *a)
+{
+    if (a->region.len == r->srv->region.len &&
+        memcmp(a->region.base, r->srv->region.base, a->region.len) == 0)
+        return 0;
+    int shown = a->region.len > 64 ? 64 : (int)a->region.len;
+    snprintf(r->errmsg, sizeof(r->errmsg), "%s; the region '%.*s' is wrong; expecting '%s'",
+             a->presigned ? "Error parsing the X-Amz-Credential parameter"
+                          : "The authorization header is malformed",
+             shown, a->region.base, r->srv->region.base);
+    return a->presigned ? MG_EAUTHQUERY : MG_EWRONGREGION;
+}
+
+/* MG_EAUTHQUERY from the presigned parser: say which X-Amz-Expires rule failed, in AWS's words
+ * (report.md M1); a request whose X-Amz-Expires is fine keeps the table's message. */
+static int expires_message(struct gw_request *r, int rv)
+{
+    struct mg_str v;
+    if (rv != MG_EAUTHQUERY || !gw_query(r, "X-Amz-Expires", &v))
+        return rv;
+    size_t digits = 0, neg = v.len > 0 && v.base[0] == '-';
+    while (neg + digits < v.len && v.base[neg + digits] >= '0' && v.base[neg + digits] <= '9')
+        digits++;
+    if (digits == 0 || neg + digits != v.len || digits > 18)
+        return errf(r, rv, "X-Amz-Expires should be a number");
+    if (neg)
+        return errf(r, rv, "X-Amz-Expires must be non-negative");
+    if (digits > 6 || strtoll(v.base, NULL, 10) > 604800)
+        return errf(r, rv, "X-Amz-Expires must be less than a week (in seconds) that is 604800");
+    return rv;
+}
+
+/* MG_EEXPIRED for a presigned X-Amz-Date later than now + 15 min is "Request is not yet valid"
+ * (AWS, quoted in minio/minio#2638; report.md M3). yyyymmddThhmmssZ strings compare as times. */
+static int expired_message(struct gw_request *r, const struct mg_sigv4_auth *a, time_t now)
+{
+    char late[32];
+    time_t edge = now + 900;
+    struct tm tm;
+    gmtime_r(&edge, &tm);
+    strftime(late, sizeof(late), "%Y%m%dT%H%M%SZ", &tm);
+    if (a->amz_date.len == 16 && memcmp(a->amz_date.base, late, 16) > 0)
+        return errf(r, MG_EEXPIRED, "Request is not yet valid");
+    return MG_EEXPIRED;
+}
+
 /* SigV4, header or presigned form (mg_sigv4_parse_request found one of them in sr). */
 static int auth_v4(struct gw_request *r, const struct mg_sig_req *sr, struct mg_sigv4_auth *a,
                    time_t now)
@@ -132,6 +184,9 @@ static int auth_v4(struct gw_request *r, const struct mg_sig_req *sr, struct mg_
     if (!str_eq(a->service, "s3"))
         return errf(r, a->presigned ? MG_EAUTHQUERY : MG_EAUTHHEADER,
                     "The credential scope must name the service s3.");
+    int rv = region_check(r, a);
+    if (rv != 0)
+        return rv;
     const struct gw_user *u = user_by_access_key(r->srv, a->access_key);
     if (u == NULL)
         return MG_EINVALIDACCESSKEY;
@@ -148,7 +203,9 @@ static int auth_v4(struct gw_request *r, const struct mg_sig_req *sr, struct mg_
         return errf(r, MG_EINVALIDARGUMENT,
                     "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
                     "STREAMING-... or a valid sha256 value.");
-    int rv = mg_sigv4_check_time(a, now);
+    rv = mg_sigv4_check_time(a, now);
+    if (rv == MG_EEXPIRED && a->presigned)
+        return expired_message(r, a, now);
     if (rv != 0)
         return rv;
     uint8_t key[32];
@@ -249,6 +306,6 @@ int gw__auth(struct gw_request *r, time_t now)
         return anonymous(r);
     }
     if (rv != 0)
-        return rv;
+        return expires_message(r, rv);
     return auth_v4(r, &sr, &a4, now);
 }

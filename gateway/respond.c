@@ -248,6 +248,11 @@ void gw_respond_error(struct gw_request *r, int rv)
         gw_xml_escape(&b, r->key);
         mg_buf_append(&b, "</Key>", 6);
     }
+    if (rv == MG_EWRONGREGION) { /* AWS names the region to sign for (report.md M15) */
+        mg_buf_append(&b, "<Region>", 8);
+        gw_xml_escape(&b, r->srv->region);
+        mg_buf_append(&b, "</Region>", 9);
+    }
     mg_buf_append(&b, "<Resource>", 10);
     gw_xml_escape(&b, r->core.path);
     mg_buf_append(&b, "</Resource><RequestId>", 22);
