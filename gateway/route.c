@@ -71,6 +71,41 @@ static int pct_decode(struct mg_arena *a, struct mg_str s, int plus_is_space, in
     return 0;
 }
 
+/* 1 if s is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above
+ * U+10FFFF). AWS answers a key that is not 400 InvalidURI (tests/conformance/report.md M8);
+ * accepting one would put bytes into listings that no UTF-8 XML document may hold. */
+static int utf8_valid(struct mg_str s)
+{
+    const unsigned char *p = (const unsigned char *)s.base;
+    size_t i = 0;
+    while (i < s.len) {
+        unsigned c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 : c >= 0xf0 && c <= 0xf4 ? 3 : 0;
+        if (n == 0 || i + n >= s.len)
+            return 0;
+        unsigned lo = 0x80, hi = 0xbf; /* bounds of the second byte (Table 3-7 of Unicode) */
+        if (c == 0xe0)
+            lo = 0xa0;
+        else if (c == 0xed)
+            hi = 0x9f;
+        else if (c == 0xf0)
+            lo = 0x90;
+        else if (c == 0xf4)
+            hi = 0x8f;
+        for (size_t k = 1; k <= n; k++) {
+            unsigned b = p[i + k];
+            if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xbf))
+                return 0;
+        }
+        i += n + 1;
+    }
+    return 1;
+}
+
 static int str_eq(struct mg_str s, const char *lit)
 {
     size_t n = strlen(lit);
@@ -398,6 +433,8 @@ int gw__route_parse(const struct gw__route_in *in, struct mg_arena *a, struct gw
         return MG_EKEYTOOLONG;
     if (memchr(out->key.base, '\0', out->key.len) != NULL)
         return MG_EINVALIDARGUMENT;
+    if (!utf8_valid(out->key))
+        return MG_EINVALIDURI;
 
     int m = method_of(in->method);
     unsigned f = query_flags(out);

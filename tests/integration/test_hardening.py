@@ -100,5 +100,22 @@ class WrongRegion(Base):
         self.assertEqual(r.status, 200, repr(r))
 
 
+class KeyNames(Base):
+    """M8: keys that are not UTF-8 are refused; listings stay well-formed XML."""
+
+    def test_invalid_utf8_refused(self):
+        for enc in ("%FF", "%C3%28", "%ED%A0%80", "%C0%AF", "%F4%90%80%80", "a%E2%82"):
+            path = "/%s/%s" % (self.bucket, enc)
+            r = self.raw.request("PUT", path, body=b"x")
+            self.assertError(r, 400, "InvalidURI")
+
+    def test_valid_utf8_accepted(self):
+        key = "caf\u00e9-\u65e5\u672c-\U0001F600"
+        r = self.raw.request("PUT", s3raw.key_path(self.bucket, key), body=b"x")
+        self.assertEqual(r.status, 200, repr(r))
+        keys = [o["Key"] for o in self.s3.list_objects_v2(Bucket=self.bucket)["Contents"]]
+        self.assertIn(key, keys)
+
+
 if __name__ == "__main__":
     mgtest.main()
