@@ -117,5 +117,24 @@ class KeyNames(Base):
         self.assertIn(key, keys)
 
 
+class ReservedBucketNames(Base):
+    """M13: /health and /metrics stay the operational endpoints."""
+
+    def test_refused(self):
+        for name in ("health", "metrics"):
+            r = self.raw.request("PUT", "/" + name)
+            self.assertError(r, 400, "InvalidBucketName",
+                             "The bucket names health and metrics are reserved for the "
+                             "endpoints /health and /metrics.")
+        r = self.raw.request("GET", "/health", sign=False)
+        self.assertEqual((r.status, r.body), (200, b"ok\n"))
+
+    def test_neighbours_allowed(self):
+        b = "healthz-" + mgtest.bucket_name("x")[-8:]
+        r = self.raw.request("PUT", "/" + b)
+        self.assertEqual(r.status, 200, repr(r))
+        self.raw.request("DELETE", "/" + b)
+
+
 if __name__ == "__main__":
     mgtest.main()
