@@ -7,13 +7,16 @@
  * graceful stop. `metagate admin lifecycle status --endpoint URL` reads a
  * running server's /metrics and prints its lifecycle figures (issue 8).
  */
+#include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -70,8 +73,49 @@ static void print_banner(const struct mg_config *cfg, const struct gw_server *sr
     fflush(stdout);
 }
 
+/* Process start-up (issue 9, "Hostile and careless clients"). umask 077: every file and
+ * directory this process creates — RocksDB, raft segments, blob segments, credentials.json —
+ * is 0600 / 0700 whatever the caller's umask; object data is nobody else's to read.
+ * RLIMIT_NOFILE: the soft limit (often 1024) is raised to the hard one, so the connection
+ * limit is the administrator's, not the login shell's. */
+struct startup {
+    rlim_t nofile_soft_before; /* soft limit as inherited */
+    rlim_t nofile_soft;        /* soft limit now */
+    rlim_t nofile_hard;        /* hard limit */
+    int nofile_errno;          /* errno of a failed getrlimit/setrlimit, else 0 */
+};
+
+static void startup_limits(struct startup *st)
+{
+    umask(077);
+    struct rlimit rl;
+    memset(st, 0, sizeof(*st));
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        st->nofile_errno = errno;
+        return;
+    }
+    st->nofile_soft_before = st->nofile_soft = rl.rlim_cur;
+    st->nofile_hard = rl.rlim_max;
+    if (rl.rlim_cur == rl.rlim_max)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        st->nofile_errno = errno;
+    else
+        st->nofile_soft = rl.rlim_cur;
+}
+
+static void startup_log(const struct startup *st)
+{
+    mg_log(MG_LOG_INFO, "event=fd_limit soft_before=%llu soft=%llu hard=%llu errno=%d",
+           (unsigned long long)st->nofile_soft_before, (unsigned long long)st->nofile_soft,
+           (unsigned long long)st->nofile_hard, st->nofile_errno);
+}
+
 static int serve(int argc, char **argv)
 {
+    struct startup st;
+    startup_limits(&st);
     const char *config = NULL, *listen = NULL, *data = NULL;
     for (int i = 0; i < argc; i++) {
         const char **slot = strcmp(argv[i], "--config") == 0   ? &config
@@ -103,6 +147,8 @@ static int serve(int argc, char **argv)
         rv = mg_config_finish(&cfg, errmsg);
     if (rv == 0 && mg_log_set_level(cfg.log_level) != 0)
         rv = MG_ECONFIG;
+    if (rv == 0)
+        startup_log(&st);
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);

@@ -136,5 +136,27 @@ class ReservedBucketNames(Base):
         self.raw.request("DELETE", "/" + b)
 
 
+class FileModes(Base):
+    """Data files 0600 and directories 0700 whatever the umask (run.py starts the
+    server with the runner's umask, usually 022)."""
+
+    def test_modes_after_put(self):
+        if not mgtest.DATA_DIR:
+            self.skipTest("MG_DATA_DIR not set")
+        self.s3.put_object(Bucket=self.bucket, Key="modes", Body=payload(3 << 20, 7))
+        bad = []
+        for root, dirs, files in os.walk(mgtest.DATA_DIR):
+            for d in dirs:
+                m = stat.S_IMODE(os.lstat(os.path.join(root, d)).st_mode)
+                if m & 0o077:
+                    bad.append("%s %o" % (os.path.join(root, d), m))
+            for f in files:
+                p = os.path.join(root, f)
+                st = os.lstat(p)
+                if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077:
+                    bad.append("%s %o" % (p, stat.S_IMODE(st.st_mode)))
+        self.assertEqual(bad, [])
+
+
 if __name__ == "__main__":
     mgtest.main()
