@@ -144,5 +144,6 @@ int main(int argc, char **argv)
     failed += test_wset_run();
     failed += test_expire_run();
     failed += test_shard_run();
+    failed += test_shard_fixture_run();
     return failed;
 }
