@@ -145,6 +145,16 @@ static void copy_args(struct meta_op *op)
     case META_OP_MPU_PUT_PART:
         dup_part(a, &op->in.part);
         break;
+    case META_OP_EXPIRE_BATCH:
+        if (op->in.expire != NULL && op->in.nexpire > 0) {
+            struct meta_expire_item *e = mg_arena_alloc(a, op->in.nexpire * sizeof(*e));
+            for (size_t i = 0; i < op->in.nexpire; i++) {
+                e[i] = op->in.expire[i];
+                e[i].key = dup_str(a, e[i].key);
+            }
+            op->in.expire = e;
+        }
+        break;
     case META_OP_MPU_COMPLETE: {
         struct meta_part *p = mg_arena_alloc(a, (op->in.nparts + 1) * sizeof(*p));
         for (size_t i = 0; i < op->in.nparts; i++) {

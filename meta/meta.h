@@ -501,8 +501,7 @@ struct meta_op {
         size_t nparts;
         uint64_t request_id;                /* 0: a fresh one; a retry of the same id returns
                                                the first result (DESIGN.md 6) */
-        const struct meta_expire_item *expire; /* EXPIRE_BATCH: borrowed until done (not
-                                                  copied at submit) */
+        const struct meta_expire_item *expire; /* EXPIRE_BATCH (copied at submit) */
         size_t nexpire;                     /* EXPIRE_BATCH: <= META_EXPIRE_BATCH_MAX items;
                                                LC_REINDEX: entries to visit (<= the same) */
         int64_t now_ms;                     /* EXPIRE_BATCH: "now" for the re-check (0: clock) */

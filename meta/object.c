@@ -87,6 +87,11 @@ static int put_locked(struct meta_store *ms, struct mg_str bucket, uint64_t buck
     }
     if (rv == 0)
         rv = check_cond(cond, found, old);
+    /* Versions of one key get strictly increasing mtimes, even two writes in one millisecond:
+     * expire-batch tells the indexed version from a later one by its mtime (and S3 shows
+     * Last-Modified in seconds, so the extra millisecond is invisible). */
+    if (rv == 0 && found && obj->mtime_ms <= old->mtime_ms)
+        obj->mtime_ms = old->mtime_ms + 1;
     if (rv == 0)
         rv = meta__lc_due(ms, bucket_id, bucket, obj);
     if (rv != 0)
