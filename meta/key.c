@@ -57,6 +57,8 @@ uint32_t meta__get_u32(const void *p)
 void meta__esc_append_open(struct mg_buf *k, struct mg_str s)
 {
     static const char esc0[2] = {0x00, (char)0xFF};
+    if (s.len == 0)
+        return; /* s.base may be NULL: no pointer arithmetic on it (UBSan, fuzz_meta_entry) */
     size_t start = 0;
     for (size_t i = 0; i < s.len; i++) {
         if (s.base[i] != 0)
