@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,7 +63,6 @@
 #define LISTEN_BACKLOG 1024
 #define STOP_TICK_MS 100
 #define STOP_TICKS_MAX 20 /* graceful stop waits at most 2 s for open connections */
-#define REQ_TIMEOUT_MS 60000
 #define MAX_CONNS_PER_LOOP 8192
 #define POOL_PER_CORE 8
 #define POOL_MIN 16
@@ -181,21 +181,240 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 
 /* ---- loops */
 
+/* Every accepted connection, oldest first, per loop (in the h2o context's storage), so that
+ * at the descriptor share the loop can shed connections that never sent a byte (issue 9 "File
+ * descriptors": idle sockets must not lock out /health). */
+struct conn_list {
+    h2o_linklist_t conns; /* struct conn by accept time */
+    int shedding;         /* shut down, not yet closed by h2o */
+    uv_timer_t sweep;     /* progress timeouts, every SWEEP_MS (conn_sweep) */
+    uint64_t idle_ms;     /* no read/write progress for this long closes (IO_IDLE_MS) */
+};
+
+struct conn {
+    uv_tcp_t tcp; /* first: the handle h2o closes (on_conn_close frees it) */
+    h2o_socket_t *sock;
+    h2o_linklist_t link;
+    struct conn_list *list;
+    uint64_t accepted_ms;
+    int shed;
+    size_t seen_read, seen_written; /* sock->bytes_read/_written at the last progress */
+    uint64_t read_ms, written_ms;   /* when they last moved */
+    uint64_t timed_out_ms;          /* when conn_sweep answered RequestTimeout, else 0 */
+};
+
+#define SHED_MIN_AGE_MS 1000 /* a connection this old that sent nothing may be shed */
+#define SHED_MAX_PER_TURN 8
+
+/* Progress timeouts (issue 9 "Timeouts"). h2o 2.2.5's http1.req_timeout is one deadline for
+ * a request's head and body (reqread_start arms it once; reading does not re-arm it), so a PUT
+ * that keeps sending is cut at 60 s, and it never covers writes. The deadline is therefore
+ * REQ_DEADLINE_MS, and this sweep closes a connection on which nothing moved for IO_IDLE_MS:
+ * reading a request that stalled (bytes came in after the last byte went out) gets 400
+ * RequestTimeout, an idle keep-alive is closed quietly, and a response the client does not
+ * read (h2o writing, bytes_written not moving) is closed. MG_IO_IDLE_TIMEOUT_MS overrides
+ * IO_IDLE_MS (tests). Cost: one pass over the loop's connections (<= its share) a second. */
+#define IO_IDLE_MS 60000
+#define REQ_DEADLINE_MS (3600 * 1000) /* 5 GiB at 1.5 MB/s */
+#define SWEEP_MS 1000
+
+static const char request_timeout_response[] =
+    "HTTP/1.1 400 Bad Request\r\nContent-Type: application/xml\r\nConnection: close\r\n"
+    "Content-Length: 195\r\n\r\n"
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>RequestTimeout</Code><Message>Your "
+    "socket connection to the server was not read from or written to within the timeout "
+    "period.</Message></Error>";
+
+static void conn_sweep_one(struct gw__loop *l, struct conn_list *cl, struct conn *c, uint64_t now)
+{
+    h2o_socket_t *sock = c->sock;
+    if (sock->bytes_read != c->seen_read) {
+        c->seen_read = sock->bytes_read;
+        c->read_ms = now;
+    }
+    if (sock->bytes_written != c->seen_written) {
+        c->seen_written = sock->bytes_written;
+        c->written_ms = now;
+    }
+    if (c->shed)
+        return;
+    int fd = h2o_socket_get_fd(sock);
+    if (c->timed_out_ms != 0) { /* the answer had a second to leave: now close */
+        if (now - c->timed_out_ms >= SWEEP_MS) {
+            shutdown(fd, SHUT_RDWR);
+            c->shed = 1;
+            cl->shedding++;
+        }
+        return;
+    }
+    uint64_t last = c->read_ms > c->written_ms ? c->read_ms : c->written_ms;
+    if (now - last < cl->idle_ms)
+        return;
+    int writing = h2o_socket_is_writing(sock), reading = h2o_socket_is_reading(sock);
+    if (!writing && !reading)
+        return; /* the handler has the request (meta op, worker): not the client's doing */
+    int mid_request = reading && !writing && c->read_ms > c->written_ms;
+    mg_log(mid_request ? MG_LOG_WARN : MG_LOG_DEBUG,
+           "event=io_timeout loop=%d writing=%d mid_request=%d idle_ms=%" PRIu64, l->index,
+           writing, mid_request, now - last);
+    if (mid_request && sock->ssl == NULL &&
+        send(fd, request_timeout_response, sizeof(request_timeout_response) - 1,
+             MSG_DONTWAIT | MSG_NOSIGNAL) > 0) {
+        shutdown(fd, SHUT_WR);
+        c->timed_out_ms = now;
+        return;
+    }
+    shutdown(fd, SHUT_RDWR);
+    c->shed = 1;
+    cl->shedding++;
+}
+
+static void on_conn_sweep(uv_timer_t *t)
+{
+    struct conn_list *cl = t->data;
+    struct gw__loop *l = t->loop->data;
+    uint64_t now = (uint64_t)gw__now_ms();
+    for (h2o_linklist_t *p = cl->conns.next; p != &cl->conns; p = p->next)
+        conn_sweep_one(l, cl, H2O_STRUCT_FROM_MEMBER(struct conn, link, p), now);
+}
+
+static size_t conn_list_key;
+
+/* The loop's list, created with its sweep timer at the first connection. It lives until
+ * loop_dispose closes the timer (its close callback frees it): connections that close during
+ * a graceful stop still unlink from it. */
+static struct conn_list *conn_list_of(struct gw__loop *l)
+{
+    void **slot = h2o_context_get_storage(&l->ctx, &conn_list_key, NULL);
+    if (*slot == NULL) {
+        struct conn_list *cl = h2o_mem_alloc(sizeof(*cl));
+        h2o_linklist_init_anchor(&cl->conns);
+        cl->shedding = 0;
+        const char *env = getenv("MG_IO_IDLE_TIMEOUT_MS");
+        cl->idle_ms = env != NULL && atoll(env) > 0 ? (uint64_t)atoll(env) : IO_IDLE_MS;
+        uv_timer_init(&l->loop, &cl->sweep);
+        cl->sweep.data = cl;
+        uv_timer_start(&cl->sweep, on_conn_sweep, SWEEP_MS, SWEEP_MS);
+        *slot = cl;
+    }
+    return *slot;
+}
+
+static void on_conn_list_close(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+/* stop: no more sweeps; dispose: close the timer, which frees the list. */
+static void conn_list_stop(struct gw__loop *l, int dispose)
+{
+    void **slot = h2o_context_get_storage(&l->ctx, &conn_list_key, NULL);
+    struct conn_list *cl = *slot;
+    if (cl == NULL)
+        return;
+    uv_timer_stop(&cl->sweep);
+    if (dispose) {
+        uv_close((uv_handle_t *)&cl->sweep, on_conn_list_close);
+        *slot = NULL;
+    }
+}
+
 static void on_conn_close(uv_handle_t *h)
 {
     struct gw__loop *l = h->loop->data;
+    struct conn *c = (struct conn *)h;
     __atomic_store_n(&l->nconns, l->nconns - 1, __ATOMIC_RELAXED); /* read by /metrics */
-    free(h);
+    if (h2o_linklist_is_linked(&c->link))
+        h2o_linklist_unlink(&c->link);
+    c->list->shedding -= c->shed;
+    free(c);
+}
+
+/* Shut down (h2o then reads EOF and closes) up to max connections that have read nothing in
+ * SHED_MIN_AGE_MS, oldest first. Returns how many. Bounded by the loop's connection share. */
+static int shed_idle(struct gw__loop *l, struct conn_list *cl, int max)
+{
+    uint64_t now = (uint64_t)gw__now_ms();
+    int n = 0;
+    for (h2o_linklist_t *p = cl->conns.next; p != &cl->conns && n < max; p = p->next) {
+        struct conn *c = H2O_STRUCT_FROM_MEMBER(struct conn, link, p);
+        if (now - c->accepted_ms < SHED_MIN_AGE_MS)
+            break; /* the rest are younger */
+        if (c->shed || c->sock->bytes_read != 0)
+            continue;
+        shutdown(h2o_socket_get_fd(c->sock), SHUT_RDWR);
+        c->shed = 1;
+        cl->shedding++;
+        n++;
+    }
+    if (n > 0)
+        mg_log(MG_LOG_DEBUG, "event=conn_shed loop=%d n=%d", l->index, n);
+    return n;
+}
+
+/* Descriptors kept free of client connections for RocksDB, raft, blob segments and spill files
+ * (issue 9 "File descriptors"): a quarter of the soft limit, at least 64. */
+#define FD_RESERVE_MIN 64
+#define ACCEPT_PAUSE_MS 50
+
+/* This loop's share of the descriptors left after the reserve (RLIMIT_NOFILE as main raised
+ * it), and never more than MAX_CONNS_PER_LOOP. */
+static int conns_fd_max(const struct gw__loop *l)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return MAX_CONNS_PER_LOOP;
+    rlim_t reserve = rl.rlim_cur / 4 > FD_RESERVE_MIN ? rl.rlim_cur / 4 : FD_RESERVE_MIN;
+    rlim_t share = rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / (rlim_t)l->srv->nloops : 1;
+    return share < MAX_CONNS_PER_LOOP ? (share > 0 ? (int)share : 1) : MAX_CONNS_PER_LOOP;
+}
+
+static void accept_one(struct gw__loop *l, uv_stream_t *listener, int resumed);
+
+/* Accepting is paused (the kernel backlog holds new connections): retry every
+ * ACCEPT_PAUSE_MS. stop_timer is idle until a stop, which re-arms it with on_stop_tick. */
+static void on_accept_pause_tick(uv_timer_t *t)
+{
+    struct gw__loop *l = t->data;
+    if (!l->stopping)
+        accept_one(l, (uv_stream_t *)&l->listener, 1);
+}
+
+/* Stop accepting instead of spinning on EMFILE/ENFILE or at the descriptor share: libuv stops
+ * watching a listener whose pending connection was not taken (uv_accept restarts it). Logged
+ * once per episode (the pause timer stays armed for as long as the episode lasts). */
+static void accept_pause(struct gw__loop *l, const char *why, int resumed)
+{
+    if (!resumed && !uv_is_active((uv_handle_t *)&l->stop_timer))
+        mg_log(MG_LOG_WARN, "event=accept_paused loop=%d open=%d max=%d reason=%s", l->index,
+               l->nconns, conns_fd_max(l), why);
+    uv_timer_start(&l->stop_timer, on_accept_pause_tick, ACCEPT_PAUSE_MS, 0);
 }
 
 /* Connections per loop are bounded (STYLE.md 7a): past MAX_CONNS_PER_LOOP a new connection is
- * accepted and closed at once, so the backlog drains instead of growing. */
+ * accepted and closed at once, so the backlog drains instead of growing; at the descriptor
+ * share (conns_fd_max) accepting pauses, so the process does not reach EMFILE. */
 static void on_accept(uv_stream_t *listener, int status)
 {
     struct gw__loop *l = listener->data;
-    if (status != 0)
+    if (status == UV_EMFILE || status == UV_ENFILE)
+        accept_pause(l, uv_err_name(status), 0);
+    else if (status == 0)
+        accept_one(l, listener, 0);
+}
+
+static void accept_one(struct gw__loop *l, uv_stream_t *listener, int resumed)
+{
+    struct conn_list *cl = conn_list_of(l);
+    if (l->nconns - cl->shedding >= conns_fd_max(l) && l->nconns < MAX_CONNS_PER_LOOP &&
+        shed_idle(l, cl, SHED_MAX_PER_TURN) == 0) {
+        accept_pause(l, "fd_share", resumed);
         return;
-    uv_tcp_t *conn = h2o_mem_alloc(sizeof(*conn));
+    }
+    if (resumed)
+        mg_log(MG_LOG_INFO, "event=accept_resumed loop=%d open=%d", l->index, l->nconns);
+    struct conn *c = h2o_mem_alloc(sizeof(*c));
+    uv_tcp_t *conn = &c->tcp;
     uv_tcp_init(listener->loop, conn);
     if (uv_accept(listener, (uv_stream_t *)conn) != 0) {
         uv_close((uv_handle_t *)conn, (uv_close_cb)free);
@@ -213,6 +432,15 @@ static void on_accept(uv_stream_t *listener, int status)
     __atomic_store_n(&l->nconns, l->nconns + 1, __ATOMIC_RELAXED);
     uv_tcp_nodelay(conn, 1);
     h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, on_conn_close);
+    c->sock = sock;
+    c->list = cl;
+    c->accepted_ms = (uint64_t)gw__now_ms();
+    c->shed = 0;
+    c->seen_read = c->seen_written = 0;
+    c->read_ms = c->written_ms = c->accepted_ms;
+    c->timed_out_ms = 0;
+    c->link = (h2o_linklist_t){NULL, NULL};
+    h2o_linklist_insert(&cl->conns, &c->link);
     h2o_accept(&l->accept_ctx, sock);
 }
 
@@ -232,6 +460,7 @@ static void on_stop_async(uv_async_t *a)
     if (!uv_is_closing((uv_handle_t *)&l->listener))
         uv_close((uv_handle_t *)&l->listener, NULL);
     uv_timer_stop(&l->lag_timer);
+    conn_list_stop(l, 0);
     h2o_context_request_shutdown(&l->ctx);
     uv_timer_start(&l->stop_timer, on_stop_tick, 0, STOP_TICK_MS);
 }
@@ -273,6 +502,7 @@ static void loop_dispose(struct gw__loop *l)
     uv_close((uv_handle_t *)&l->stop_async, NULL);
     uv_close((uv_handle_t *)&l->stop_timer, NULL);
     uv_close((uv_handle_t *)&l->lag_timer, NULL);
+    conn_list_stop(l, 1);
     gw__async_loop_close(l);
     meta_client_destroy(l->mc);
     l->mc = NULL;
@@ -598,7 +828,7 @@ static void h2o_init_conf(struct gw_server *srv, const struct mg_config *cfg)
     srv->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("metagate"));
     srv->globalconf.max_request_entity_size = (size_t)MAX_ENTITY_BYTES;
     srv->globalconf.http1.upgrade_to_http2 = 0;
-    srv->globalconf.http1.req_timeout = REQ_TIMEOUT_MS;
+    srv->globalconf.http1.req_timeout = REQ_DEADLINE_MS; /* progress: conn_sweep */
     srv->hostconf =
         h2o_config_register_host(&srv->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *pc = h2o_config_register_path(srv->hostconf, "/", 0);
