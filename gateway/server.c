@@ -41,6 +41,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
@@ -198,9 +200,7 @@ struct conn {
     struct conn_list *list;
     uint64_t accepted_ms;
     int shed;
-    size_t seen_read, seen_written; /* sock->bytes_read/_written at the last progress */
-    uint64_t read_ms, written_ms;   /* when they last moved */
-    uint64_t timed_out_ms;          /* when conn_sweep answered RequestTimeout, else 0 */
+    uint64_t timed_out_ms; /* when conn_sweep answered RequestTimeout, else 0 */
 };
 
 #define SHED_MIN_AGE_MS 1000 /* a connection this old that sent nothing may be shed */
@@ -225,17 +225,12 @@ static const char request_timeout_response[] =
     "socket connection to the server was not read from or written to within the timeout "
     "period.</Message></Error>";
 
+/* Progress comes from the kernel (TCP_INFO: ms since data last arrived / left), not from
+ * h2o_socket_t's bytes_read/bytes_written, which h2o 2.2.5's libuv binding sets to the size of
+ * the last read (on_read_tcp: "bytes_read = nread"), so a steady upload looks stalled. */
 static void conn_sweep_one(struct gw__loop *l, struct conn_list *cl, struct conn *c, uint64_t now)
 {
     h2o_socket_t *sock = c->sock;
-    if (sock->bytes_read != c->seen_read) {
-        c->seen_read = sock->bytes_read;
-        c->read_ms = now;
-    }
-    if (sock->bytes_written != c->seen_written) {
-        c->seen_written = sock->bytes_written;
-        c->written_ms = now;
-    }
     if (c->shed)
         return;
     int fd = h2o_socket_get_fd(sock);
@@ -247,16 +242,23 @@ static void conn_sweep_one(struct gw__loop *l, struct conn_list *cl, struct conn
         }
         return;
     }
-    uint64_t last = c->read_ms > c->written_ms ? c->read_ms : c->written_ms;
-    if (now - last < cl->idle_ms)
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return;
+    uint64_t recv_idle = ti.tcpi_last_data_recv, sent_idle = ti.tcpi_last_data_sent;
+    uint64_t idle = recv_idle < sent_idle ? recv_idle : sent_idle;
+    if (idle < cl->idle_ms || now - c->accepted_ms < cl->idle_ms)
         return;
     int writing = h2o_socket_is_writing(sock), reading = h2o_socket_is_reading(sock);
     if (!writing && !reading)
         return; /* the handler has the request (meta op, worker): not the client's doing */
-    int mid_request = reading && !writing && c->read_ms > c->written_ms;
+    /* Bytes came in after the last went out (bytes_written: 0 until the first response). */
+    int mid_request = reading && !writing &&
+                      (sock->bytes_written == 0 ? sock->bytes_read != 0 : recv_idle < sent_idle);
     mg_log(mid_request ? MG_LOG_WARN : MG_LOG_DEBUG,
            "event=io_timeout loop=%d writing=%d mid_request=%d idle_ms=%" PRIu64, l->index,
-           writing, mid_request, now - last);
+           writing, mid_request, idle);
     if (mid_request && sock->ssl == NULL &&
         send(fd, request_timeout_response, sizeof(request_timeout_response) - 1,
              MSG_DONTWAIT | MSG_NOSIGNAL) > 0) {
@@ -319,6 +321,8 @@ static void conn_list_stop(struct gw__loop *l, int dispose)
     }
 }
 
+static void on_accept_pause_tick(uv_timer_t *t);
+
 static void on_conn_close(uv_handle_t *h)
 {
     struct gw__loop *l = h->loop->data;
@@ -328,6 +332,8 @@ static void on_conn_close(uv_handle_t *h)
         h2o_linklist_unlink(&c->link);
     c->list->shedding -= c->shed;
     free(c);
+    if (!l->stopping && uv_is_active((uv_handle_t *)&l->stop_timer))
+        uv_timer_start(&l->stop_timer, on_accept_pause_tick, 0, 0); /* paused: a slot is free */
 }
 
 /* Shut down (h2o then reads EOF and closes) up to max connections that have read nothing in
@@ -406,8 +412,11 @@ static void on_accept(uv_stream_t *listener, int status)
 static void accept_one(struct gw__loop *l, uv_stream_t *listener, int resumed)
 {
     struct conn_list *cl = conn_list_of(l);
-    if (l->nconns - cl->shedding >= conns_fd_max(l) && l->nconns < MAX_CONNS_PER_LOOP &&
-        shed_idle(l, cl, SHED_MAX_PER_TURN) == 0) {
+    if (l->nconns >= conns_fd_max(l) && l->nconns < MAX_CONNS_PER_LOOP) {
+        /* Shed connections close on a later turn (on_conn_close resumes accepting then), so the
+         * share is never exceeded, not even for a moment. */
+        if (cl->shedding == 0)
+            shed_idle(l, cl, SHED_MAX_PER_TURN);
         accept_pause(l, "fd_share", resumed);
         return;
     }
@@ -436,8 +445,6 @@ static void accept_one(struct gw__loop *l, uv_stream_t *listener, int resumed)
     c->list = cl;
     c->accepted_ms = (uint64_t)gw__now_ms();
     c->shed = 0;
-    c->seen_read = c->seen_written = 0;
-    c->read_ms = c->written_ms = c->accepted_ms;
     c->timed_out_ms = 0;
     c->link = (h2o_linklist_t){NULL, NULL};
     h2o_linklist_insert(&cl->conns, &c->link);
