@@ -100,33 +100,30 @@ static void layout(struct meta__shards *ss, unsigned data_shards)
 
 /* ------------------------------------------------------------ request ids */
 
+/* Open addressing over a window of 64 slots from the id's hash. A lookup scans the whole
+ * window (a slot freed by a refused op leaves a hole, so an empty slot does not end the
+ * search); an insert takes the first empty slot, else evicts a finished one without waiters. */
+#define DEDUP_WINDOW 64
 static struct meta_dedup_slot *dedup_find(struct meta__shards *ss, uint64_t id, int insert)
 {
     size_t mask = META_DEDUP_SLOTS - 1;
-    size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & mask;
-    for (size_t probe = 0; probe < 64; probe++, i = (i + 1) & mask) {
-        struct meta_dedup_slot *d = &ss->dedup[i];
+    size_t start = (size_t)(id * 0x9E3779B97F4A7C15ull) & mask;
+    struct meta_dedup_slot *empty = NULL, *evict = NULL;
+    for (size_t probe = 0; probe < DEDUP_WINDOW; probe++) {
+        struct meta_dedup_slot *d = &ss->dedup[(start + probe) & mask];
         if (d->id == id)
             return d;
-        if (d->id == 0 || (insert && d->done && probe == 63)) {
-            if (!insert)
-                return NULL;
-            memset(d, 0, sizeof(*d));
-            d->id = id;
-            return d;
-        }
+        if (d->id == 0 && empty == NULL)
+            empty = d;
+        else if (d->id != 0 && d->done && d->waiters == NULL && evict == NULL)
+            evict = d;
     }
-    if (!insert)
-        return NULL;
-    /* 64 probes all taken: evict a finished one in this run (bounded memory, FIFO-ish). */
-    i = (size_t)(id * 0x9E3779B97F4A7C15ull) & mask;
-    for (size_t probe = 0; probe < 64; probe++, i = (i + 1) & mask)
-        if (ss->dedup[i].done && ss->dedup[i].waiters == NULL) {
-            memset(&ss->dedup[i], 0, sizeof(ss->dedup[i]));
-            ss->dedup[i].id = id;
-            return &ss->dedup[i];
-        }
-    return NULL; /* all in flight: run without dedup (logged by the caller) */
+    struct meta_dedup_slot *d = empty != NULL ? empty : evict;
+    if (!insert || d == NULL)
+        return NULL; /* insert with the window all in flight: run without dedup (logged) */
+    memset(d, 0, sizeof(*d));
+    d->id = id;
+    return d;
 }
 
 int meta__dedup_begin(struct meta__shards *ss, struct meta_op *op, int *status)
