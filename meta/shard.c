@@ -812,13 +812,57 @@ static int submit(struct pending *p)
     return 0;
 }
 
+static struct pending *make_pending(struct meta__shards *ss, struct meta_op *op, unsigned shard,
+                                    const struct meta_ws *ws)
+{
+    struct pending *p = mg_calloc(1, sizeof(*p));
+    p->ss = ss;
+    p->s = &ss->shards[shard];
+    p->seq = ++ss->seq;
+    p->op = op;
+    mg_buf_init(&p->entry);
+    struct meta_ws_header h = {
+        .request_id = op->in.request_id,
+        .shard_id = shard,
+        .range_epoch = p->s->epoch,
+        .timestamp_ms = meta__now_ms(),
+    };
+    meta__ws_encode(ws, &h, &p->entry);
+    return p;
+}
+
+/* The one shard every row of ws routes to, or -1 if they span several (retires ride along
+ * wherever the rows go; a write set of retires only goes to shard 0). */
+static int single_shard(struct meta__shards *ss, const struct meta_ws *ws)
+{
+    int shard = -1;
+    size_t pos = 0;
+    struct meta_ws_record r;
+    while (meta__ws_next_builder(ws, &pos, &r) == 1) {
+        if (r.type == META_WS_RETIRE)
+            continue;
+        struct meta__shard *s = meta__shard_of_key(ss, r.key.base, r.key.len);
+        assert(s != NULL);
+        if (shard >= 0 && (unsigned)shard != s->id)
+            return -1;
+        shard = (int)s->id;
+    }
+    return shard < 0 ? 0 : shard;
+}
+
 /* Split ws by shard: entry i of the chain holds the rows of one shard; retires ride with
  * the first data shard's entry (else shard 0's). Data shards come first: a bucket's own
  * rows (its attribute row) are written before the bucket table names it and removed
  * before the name goes, so a crash between the two leaves at worst an unnamed attribute
- * row, never a name without its bucket. */
+ * row, never a name without its bucket. Almost every op touches one shard: its write set is
+ * encoded as it is, without the per-shard copies. */
 static struct pending *split(struct meta__shards *ss, struct meta_op *op, struct meta_ws *ws)
 {
+    if (ws->n == 0)
+        return NULL;
+    int one = single_shard(ss, ws);
+    if (one >= 0)
+        return make_pending(ss, op, (unsigned)one, ws);
     struct meta_ws *per[META_SHARDS_MAX] = {0};
     size_t pos = 0;
     struct meta_ws_record r;
@@ -827,7 +871,6 @@ static struct pending *split(struct meta__shards *ss, struct meta_op *op, struct
         if (r.type == META_WS_RETIRE)
             continue;
         struct meta__shard *s = meta__shard_of_key(ss, r.key.base, r.key.len);
-        assert(s != NULL);
         if (s->id != 0 && first_data == NULL)
             first_data = s;
         if (per[s->id] == NULL)
@@ -837,32 +880,16 @@ static struct pending *split(struct meta__shards *ss, struct meta_op *op, struct
     struct meta__shard *rs = first_data != NULL ? first_data : &ss->shards[0];
     pos = 0;
     while (meta__ws_next_builder(ws, &pos, &r) == 1)
-        if (r.type == META_WS_RETIRE) {
-            if (per[rs->id] == NULL)
-                per[rs->id] = meta__ws_create();
+        if (r.type == META_WS_RETIRE)
             meta__ws_add(per[rs->id], &r);
-        }
     struct pending *head = NULL, **tail = &head;
     for (unsigned k = 0; k < ss->n; k++) {
         unsigned i = k + 1 < ss->n ? k + 1 : 0; /* data shards, then shard 0 */
         if (per[i] == NULL)
             continue;
-        struct pending *p = mg_calloc(1, sizeof(*p));
-        p->ss = ss;
-        p->s = &ss->shards[i];
-        p->seq = ++ss->seq;
-        p->op = op;
-        mg_buf_init(&p->entry);
-        struct meta_ws_header h = {
-            .request_id = op->in.request_id,
-            .shard_id = i,
-            .range_epoch = p->s->epoch,
-            .timestamp_ms = meta__now_ms(),
-        };
-        meta__ws_encode(per[i], &h, &p->entry);
+        *tail = make_pending(ss, op, i, per[i]);
         meta__ws_destroy(per[i]);
-        *tail = p;
-        tail = &p->next;
+        tail = &(*tail)->next;
     }
     return head;
 }
