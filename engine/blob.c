@@ -91,6 +91,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -190,6 +191,13 @@ struct eng_blobstore {
     atomic_uint_fast64_t corrupt;       /* reads that failed verification, since open */
     atomic_int writers;        /* writers not yet finished or aborted */
 
+    pthread_mutex_t space_mu;  /* the free-space estimate below (space_admit) */
+    uint64_t min_free_bytes;   /* floor blob bytes never cut into */
+    uint64_t space_free;       /* f_bavail * f_frsize at space_at_ms */
+    uint64_t space_spent;      /* bytes admitted since */
+    uint64_t space_at_ms;      /* when space_free was read (CLOCK_MONOTONIC) */
+    int space_valid;           /* space_free holds a reading */
+
     pthread_mutex_t pin_mu;    /* pins, the retire queue, reaper state */
     pthread_cond_t reap_cv;    /* wakes the reaper */
     struct pin **pin_tab;      /* PIN_BUCKETS chains */
@@ -218,6 +226,7 @@ struct eng_blob_writer {
     enum wmode mode;          /* where the bytes go */
     int rv;                   /* sticky error: poisoned when != 0 */
     uint64_t hint;            /* expected data bytes (W_SHARED: reserved) */
+    uint64_t admitted;        /* data bytes space_admit has let in for this writer */
     uint64_t len;             /* data bytes appended */
     uint64_t flushed;         /* data bytes written to the file */
     uint32_t crc;             /* running crc32c (ISA-L raw state) */
@@ -836,6 +845,54 @@ static void seg_seal(struct eng_blobstore *bs, struct seg *s)
     pthread_mutex_unlock(&bs->mu);
 }
 
+/* ------------------------------------------------------------ free-space floor */
+
+#define SPACE_REFRESH_MS 100 /* statvfs at most this often, or per min_free_bytes / 4 admitted */
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * Blob bytes stop min_free_bytes short of a full file system; what is left is the metadata's:
+ * the PUT whose blob got in still commits (the Raft host refuses proposals below its own,
+ * smaller floor) and a delete can always be logged (raft/host.c). Without this floor blobs filled
+ * the disk to the last block and a DELETE on a full disk got 507. Budget: one statvfs per
+ * SPACE_REFRESH_MS or per min_free_bytes / 4 admitted bytes; between readings a call costs a
+ * mutex and a subtraction (admitted bytes are counted against the reading, so concurrent writers
+ * cannot overrun the floor by more than a quarter of it). A failed statvfs admits (logged): the
+ * write itself then reports a real ENOSPC.
+ */
+static int space_admit(struct eng_blobstore *bs, uint64_t len)
+{
+    int rv = 0;
+    pthread_mutex_lock(&bs->space_mu);
+    uint64_t now = mono_ms();
+    if (!bs->space_valid || now - bs->space_at_ms >= SPACE_REFRESH_MS
+        || bs->space_spent >= bs->min_free_bytes / 4) {
+        struct statvfs sv;
+        bs->space_at_ms = now;
+        bs->space_spent = 0;
+        bs->space_valid = fstatvfs(bs->dirfd, &sv) == 0;
+        if (bs->space_valid)
+            bs->space_free = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+        else
+            mg_log(MG_LOG_WARN, "event=statvfs_failed dir=%s errno=%d", bs->dir, errno);
+    }
+    if (bs->space_valid) {
+        uint64_t est = bs->space_free > bs->space_spent ? bs->space_free - bs->space_spent : 0;
+        if (est < bs->min_free_bytes + len)
+            rv = MG_ENOSPC;
+    }
+    if (rv == 0)
+        bs->space_spent += len;
+    pthread_mutex_unlock(&bs->space_mu);
+    return rv;
+}
+
 /* ------------------------------------------------------------ writers */
 
 /* Memory bound: a writer holds at most max(BLOB_SPILL_BYTES, BLOB_STAGE_BYTES) = 1 MiB of
@@ -1055,6 +1112,11 @@ int eng_blob_writer_create(struct eng_blobstore *bs, uint64_t size_hint,
     w->crc = 0xFFFFFFFFu;
     w->chunk_crc = 0xFFFFFFFFu;
     w->hint = size_hint;
+    if (size_hint > 0 && (rv = space_admit(bs, rec_bytes(size_hint))) != 0) {
+        mg_free(w);
+        return rv;
+    }
+    w->admitted = size_hint;
     if (size_hint >= bs->own_file_bytes) {
         w->mode = W_OWN;
         w->cap = BLOB_STAGE_BYTES;
@@ -1084,6 +1146,12 @@ int eng_blob_writer_append(struct eng_blob_writer *w, const void *data, size_t l
     if (w->rv != 0)
         return w->rv;
     assert(w->mode != W_DONE);
+    if (w->len + len > w->admitted) {
+        int rv = space_admit(w->bs, w->len + len - w->admitted);
+        if (rv != 0)
+            return poison(w, rv);
+        w->admitted = w->len + len;
+    }
     w->crc = crc_update(w->crc, data, len);
     chunks_feed(w, data, len);
     w->len += len;
@@ -2049,6 +2117,7 @@ static void bs_free(struct eng_blobstore *bs)
         close(bs->dirfd);
     gsync_close(&bs->dirsync);
     pthread_mutex_destroy(&bs->mu);
+    pthread_mutex_destroy(&bs->space_mu);
     mg_free(bs->dir);
     mg_free(bs);
 }
@@ -2071,6 +2140,9 @@ int eng_blob_open(const char *dir, const struct eng_blob_opts *opts, struct eng_
     bs->own_file_bytes = opts && opts->own_file_bytes ? opts->own_file_bytes
                                                       : BLOB_OWN_FILE_BYTES_DEFAULT;
     pthread_mutex_init(&bs->mu, NULL);
+    pthread_mutex_init(&bs->space_mu, NULL);
+    bs->min_free_bytes = opts && opts->min_free_bytes ? opts->min_free_bytes
+                                                      : ENG_BLOB_MIN_FREE_DEFAULT;
     pthread_mutex_init(&bs->pin_mu, NULL);
     pthread_cond_init(&bs->reap_cv, NULL);
     bs->pin_tab = mg_calloc(PIN_BUCKETS, sizeof *bs->pin_tab);

@@ -170,10 +170,16 @@ struct eng_blob_ref {
     uint32_t flags;   /* the segment's epoch (low 32 bits): checked before any free */
 };
 
+#define ENG_BLOB_MIN_FREE_DEFAULT (8u << 20) /* eng_blob_opts.min_free_bytes when 0 */
+
 struct eng_blob_opts {
     uint64_t segment_bytes; /* roll to a new shared segment past this (default 64 MiB) */
     uint64_t own_file_bytes; /* blobs at least this large get a segment of their own, unlinked
                                 on free (default 8 MiB) */
+    uint64_t min_free_bytes; /* refuse blob bytes (MG_ENOSPC) that would leave the file system
+                                with less free space than this (default 8 MiB): the rest is
+                                the metadata's (the Raft log, RocksDB flushes), so a full disk
+                                still commits the PUT whose blob got in, and deletes */
 };
 
 struct eng_blobstore;
@@ -196,11 +202,12 @@ void eng_blob_close(struct eng_blobstore *bs);
  * below own_file_bytes) is written in place into a shared segment; one that outgrows it moves
  * to its own file; with no hint, up to 1 MiB is buffered in memory. A crc32c per 64 KiB chunk
  * is stored with the blob. Returns 0, MG_EIO, MG_ENOSPC (creating a segment or own file
- * failed; nothing to clean up). */
+ * failed, or size_hint bytes would cut into min_free_bytes; nothing to clean up). */
 struct eng_blob_writer;
 int eng_blob_writer_create(struct eng_blobstore *bs, uint64_t size_hint,
                            struct eng_blob_writer **out);
-/* Returns 0, MG_EIO, MG_ENOSPC (the writer is then poisoned: only abort is allowed). */
+/* Returns 0, MG_EIO, MG_ENOSPC (the disk refused, or bytes past size_hint would cut into
+ * min_free_bytes; the writer is then poisoned: only abort is allowed). */
 int eng_blob_writer_append(struct eng_blob_writer *w, const void *data, size_t len);
 /* Make the blob durable (fsync, group-committed with concurrent writers) and fill ref.
  * Frees w whatever the result. Returns 0, MG_EIO, MG_ENOSPC; on error nothing is visible
