@@ -18,9 +18,17 @@ loop lag.
   the run queue for a core, which no handler causes. The bound is therefore
   checked on metagate_loop_lag_self_seconds, the same probe minus the loop
   thread's run-queue wait (/proc/thread-self/schedstat): what the loop's own
-  work or a blocking call costs. Printed alongside: the raw lag p99, a
-  control probe (a process at the server's priority sleeping 20 ms at a
-  time; what the scheduler alone adds) and the load average.
+  work or a blocking call costs. On a virtual machine that is not all: while
+  the hypervisor runs another guest, a thread the guest thinks is running is
+  not, and a do-nothing timer is late by milliseconds (in one CI run a bare
+  sleeping process had a p99 of 8.7 ms, run-queue wait included). So a control thread, at the server's
+  priority, wakes every 20 ms over the same window and is measured the same
+  way (lateness minus its own run-queue wait); the bound is 5 ms beyond the
+  control's p99. And a window in which the hypervisor took much of the vCPUs
+  (a run here saw 40 %: the loops' self lag 25 ms, the idle control's 12 ms)
+  measures the neighbours, not metagate: up to four windows run until one has
+  under 5 % steal, and that one (else the least-stolen) decides. Printed alongside: raw lag p99, the control's p99, the share
+  of vCPU time stolen by the hypervisor (/proc/stat) and the load average.
 - Same key: 64 clients overwriting ONE key reach at least 0.7x the rate of
   64 clients writing distinct keys (writes to one key pipeline on the meta
   thread instead of waiting for each other's commit). Rounds alternate
@@ -44,6 +52,8 @@ PROCS = 4
 BODY = b"x" * 1024
 ROUND_S = float(os.environ.get("MG_ASYNC_ROUND_S", "4"))
 LAG_P99_MAX_S = 0.005
+LAG_WINDOWS = 4         # load windows at most, until one has little steal
+LAG_CLEAN_STEAL = 0.05  # a window with less than 5 % of vCPU time stolen is clean
 SAME_KEY_MIN_RATIO = 0.7
 
 
@@ -131,15 +141,38 @@ def run_load(bucket, same, seconds):
     return sum(d for d, _ in res) / seconds, sum(e for _, e in res)
 
 
+def _rq_wait_s():
+    """This thread's run-queue wait so far (s), the second field of
+    /proc/thread-self/schedstat; 0.0 where the kernel does not keep it."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _steal_ticks():
+    """Clock ticks the hypervisor took from this machine's vCPUs so far (the
+    'steal' column of /proc/stat's cpu line)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) if len(fields) > 8 else 0
+
+
 def _control_probe(seconds, q):
-    """Scheduler-only lag: wake every 20 ms for `seconds`, put the sorted
-    lateness samples (seconds)."""
+    """The machine's own share of loop lag: a thread that does nothing but
+    wake every 20 ms, measured the way the server's probe is (lateness minus
+    the thread's run-queue wait). What remains is what no handler causes:
+    time the hypervisor stole from the vCPU, wake-up latency, timer slack.
+    Puts the sorted lateness-beyond-run-queue samples (seconds)."""
     out = []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
+        rq = _rq_wait_s()
         due = time.monotonic() + 0.020
         time.sleep(0.020)
-        out.append(max(0.0, time.monotonic() - due))
+        late = max(0.0, time.monotonic() - due)
+        out.append(max(0.0, late - (_rq_wait_s() - rq)))
     q.put(sorted(out))
 
 
@@ -193,11 +226,15 @@ class AsyncLoops(S3TestCase):
         cls.s3.create_bucket(Bucket=cls.bucket, ACL="public-read-write")
         cls.addClassCleanup(mgtest.drop_bucket, cls.s3, cls.bucket)
 
-    def test_loop_lag_p99_under_load(self):
+    def _lag_window(self):
+        """One load window: returns (worst self p99, control p99, steal share)."""
         before = lag_buckets()
         self.assertIn("metagate_loop_lag_self", before, "no loop-lag histograms in /metrics")
+        steal0, t0 = _steal_ticks(), time.monotonic()
         rate, errors, control = run_load_with_control(self.bucket, ROUND_S)
         after = lag_buckets()
+        steal = (_steal_ticks() - steal0) / os.sysconf("SC_CLK_TCK") / (
+            (time.monotonic() - t0) * os.cpu_count())
         worst = {}
         for fam in ("metagate_loop_lag", "metagate_loop_lag_self"):
             worst[fam] = 0.0
@@ -208,14 +245,30 @@ class AsyncLoops(S3TestCase):
                 self.assertGreater(n, 0, "loop %d took no lag samples" % loop)
                 worst[fam] = max(worst[fam], v)
         print("# 64 x 1 KiB PUT: %.0f PUT/s, %d errors; worst loop p99: lag <= %g ms, "
-              "lag beyond run-queue wait <= %g ms; control (scheduler only) p99 %.2f ms; "
-              "load average %s"
+              "lag beyond run-queue wait <= %g ms; control (an idle thread, same measure) "
+              "p99 %.2f ms; steal %.1f %% of the vCPUs; load average %s"
               % (rate, errors, worst["metagate_loop_lag"] * 1e3,
-                 worst["metagate_loop_lag_self"] * 1e3, control * 1e3,
+                 worst["metagate_loop_lag_self"] * 1e3, control * 1e3, steal * 100,
                  open("/proc/loadavg").read().split()[0]), flush=True)
         self.assertEqual(errors, 0)
         self.assertGreater(rate, 0)
-        self.assertLessEqual(worst["metagate_loop_lag_self"], LAG_P99_MAX_S)
+        return worst["metagate_loop_lag_self"], control, steal
+
+    def test_loop_lag_p99_under_load(self):
+        # The first window the hypervisor leaves (nearly) alone decides; if none of
+        # LAG_WINDOWS is, the least-stolen one does. A handler that blocks shows in every
+        # window; a neighbour guest only in some.
+        windows = []
+        for _ in range(LAG_WINDOWS):
+            windows.append(self._lag_window())
+            if windows[-1][2] < LAG_CLEAN_STEAL:
+                break
+        lag, control, steal = min(windows, key=lambda w: w[2])
+        print("# deciding window: steal %.1f %%, loop p99 beyond run-queue wait <= %g ms, "
+              "control p99 %.2f ms" % (steal * 100, lag * 1e3, control * 1e3), flush=True)
+        self.assertLessEqual(lag, LAG_P99_MAX_S + control,
+                             "loop p99 beyond run-queue wait exceeds 5 ms plus what the "
+                             "machine adds to an idle thread")
 
     def test_same_key_rate(self):
         distinct = same = 0.0
