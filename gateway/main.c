@@ -24,6 +24,7 @@
 #include "common/common.h"
 #include "common/config.h"
 #include "gateway/gateway.h"
+#include "meta/fsck.h"
 
 /* SIGINT and SIGTERM are blocked in every thread (the mask is inherited by the loop and
  * RocksDB threads) and taken by one thread with sigwait, which asks for a graceful stop:
@@ -45,6 +46,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: metagate serve [--config FILE] [--listen HOST:PORT] [--data DIR]\n"
                "       metagate admin lifecycle status --endpoint http://HOST:PORT\n"
+               "       metagate admin fsck --data DIR [--repair]\n"
                "       metagate --help\n"
                "\n"
                "serve      run the S3 gateway and the embedded metadata and blob store\n"
@@ -323,6 +325,8 @@ int main(int argc, char **argv)
     if (argc >= 4 && strcmp(argv[1], "admin") == 0 && strcmp(argv[2], "lifecycle") == 0 &&
         strcmp(argv[3], "status") == 0)
         return admin_lifecycle_status(argc - 4, argv + 4);
+    if (argc >= 3 && strcmp(argv[1], "admin") == 0 && strcmp(argv[2], "fsck") == 0)
+        return meta_fsck_main(argc - 3, argv + 3);
     usage(stderr);
     return 2;
 }

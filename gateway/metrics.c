@@ -13,6 +13,8 @@
  * since start) so a dashboard or test reads it without PromQL. The meta op
  * path's queue and each shard's raft group (commit latency, proposals in
  * flight, applied vs durable index, log bytes) come from meta_op_stats_get.
+ * The scrubber's figures and its failing objects (one labelled sample each)
+ * come from meta_scrub_stats_get (meta/scrub.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 
 #define MG_MODULE "gateway"
 #include "gateway/core.h"
+#include "meta/scrub.h"
 
 /* Upper bounds in microseconds; the last bucket is +Inf. */
 static const uint64_t lat_le_us[GW_LAT_BUCKETS - 1] = {250,    500,     1000,    2500,    5000,
@@ -374,6 +377,74 @@ static void render_lifecycle(struct mg_buf *o, struct gw_server *srv, const stru
           st->db.tracker_deletes_pending);
 }
 
+/* A label value: backslash, double quote and newline escaped (exposition format 0.0.4). */
+static void label_value(struct mg_buf *o, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            mg_buf_appendf(o, "\\%c", *s);
+        else if (*s == '\n')
+            mg_buf_append(o, "\\n", 2);
+        else
+            mg_buf_append(o, s, 1);
+    }
+}
+
+static void render_scrub(struct mg_buf *o, struct gw_server *srv, const struct meta_stats *st)
+{
+    gauge(o, "metagate_blob_corrupt_reads_total", "counter",
+          "Blob reads and verifies that failed a checksum since start (GETs and the scrubber).",
+          st->blobs.corrupt_reads);
+    struct meta_scrub_stats *sc = mg_malloc(sizeof(*sc)); /* ~35 KiB: off the loop's stack */
+    int on = meta_scrub_stats_get(srv->ms, sc) == 0;
+    gauge(o, "metagate_scrub_enabled", "gauge", "1 when the background scrubber runs.",
+          (uint64_t)on);
+    gauge(o, "metagate_scrub_passes_total", "counter", "Completed scrubber passes.", sc->passes);
+    gauge(o, "metagate_scrub_running", "gauge", "1 while a scrubber pass is in progress.",
+          (uint64_t)sc->running);
+    gauge(o, "metagate_scrub_objects_scanned_total", "counter",
+          "Entries (objects and upload parts) the scrubber visited.", sc->objects_scanned);
+    gauge(o, "metagate_scrub_blobs_scanned_total", "counter", "Blobs the scrubber verified.",
+          sc->blobs_scanned);
+    gauge(o, "metagate_scrub_bytes_scanned_total", "counter",
+          "Blob bytes the scrubber re-read and verified.", sc->bytes_scanned);
+    gauge(o, "metagate_scrub_checksum_failures_total", "counter",
+          "Referenced blobs the scrubber found failing their checksums (once per pass each).",
+          sc->checksum_failures);
+    gauge(o, "metagate_scrub_skipped_total", "counter",
+          "Blobs not verified: freed since the walk read their entry, or the pin table was full.",
+          sc->skipped);
+    gauge(o, "metagate_scrub_corrupt_rows_total", "counter",
+          "Entries the scrubber could not decode.", sc->corrupt_rows);
+    gauge(o, "metagate_scrub_rate_bytes_per_second", "gauge",
+          "The scrubber's configured read rate.", sc->bytes_per_sec);
+    mg_buf_appendf(o, "# HELP metagate_scrub_last_pass_end_timestamp_seconds Unix time the last "
+                      "scrubber pass completed (0: none yet).\n"
+                      "# TYPE metagate_scrub_last_pass_end_timestamp_seconds gauge\n"
+                      "metagate_scrub_last_pass_end_timestamp_seconds %.3f\n"
+                      "# HELP metagate_scrub_last_pass_seconds Duration of the last pass.\n"
+                      "# TYPE metagate_scrub_last_pass_seconds gauge\n"
+                      "metagate_scrub_last_pass_seconds %.3f\n",
+                   (double)sc->last_pass_end_ms / 1000.0, (double)sc->last_pass_ms / 1000.0);
+    gauge(o, "metagate_scrub_failing_objects", "gauge",
+          "Objects with a failing blob: the last pass's, plus this pass's so far.",
+          (uint64_t)sc->failing_total);
+    mg_buf_appendf(o, "# HELP metagate_scrub_failing_object An object (or upload part) whose blob "
+                      "failed verification (the first %d).\n"
+                      "# TYPE metagate_scrub_failing_object gauge\n",
+                   META_SCRUB_FAILING_MAX);
+    for (size_t i = 0; i < sc->nfailing; i++) {
+        const struct meta_scrub_failure *f = &sc->failing[i];
+        mg_buf_appendf(o, "metagate_scrub_failing_object{bucket=\"");
+        label_value(o, f->bucket);
+        mg_buf_appendf(o, "\",key=\"");
+        label_value(o, f->key);
+        mg_buf_appendf(o, "\",upload_id=\"%s\",part=\"%u\",segment=\"%" PRIu64 "\"} 1\n",
+                       f->upload_id, f->part, f->segment);
+    }
+    mg_free(sc);
+}
+
 void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
 {
     struct gw__metrics *t = mg_malloc(sizeof(*t));
@@ -409,6 +480,7 @@ void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
     gauge(o, "metagate_blob_disk_bytes", "gauge", "Blob store bytes allocated on disk.",
           st.blobs.disk_bytes);
     render_lifecycle(o, srv, &st);
+    render_scrub(o, srv, &st);
     render_raft_groups(o, srv);
     gauge(o, "metagate_loops", "gauge", "Event loops (threads) serving HTTP.",
           (uint64_t)srv->nloops);
