@@ -145,5 +145,6 @@ int main(int argc, char **argv)
     failed += test_expire_run();
     failed += test_shard_run();
     failed += test_shard_fixture_run();
+    failed += test_scrub_run();
     return failed;
 }

@@ -59,6 +59,7 @@ int test_wset_run(void);
 int test_expire_run(void);
 int test_shard_run(void);
 int test_shard_fixture_run(void);
+int test_scrub_run(void);
 /* The kill -9 writer (test_store.c), run as "test_meta --kill9-child DIR". */
 int test_store_kill9_child(const char *dir);
 
