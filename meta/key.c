@@ -22,6 +22,7 @@
 #define MG_MODULE "meta"
 #include "meta/internal.h"
 #include "meta/expire.h"
+#include "meta/orphan.h"
 
 void meta__put_u64(struct mg_buf *k, uint64_t v)
 {
@@ -252,8 +253,22 @@ void meta__key_blob_index(struct mg_buf *k, uint64_t bucket_id, const struct eng
     meta__put_u64(k, ref->offset);
 }
 
+/* The retire intent of a blob (meta/orphan.c): node-local, like the applied index, since the
+ * blob store is the node's own. */
+void meta__key_retire_intent(struct mg_buf *k, const struct eng_blob_ref *ref)
+{
+    put_hdr(k, META_K_SYS, META_SYS_RETIRE);
+    meta__put_u64(k, ref->segment);
+    meta__put_u64(k, ref->offset);
+}
 
 /* --------------------------------------------------------------- bounds */
+
+void meta__key_retire_intents_range(struct mg_buf *lo, struct mg_buf *hi)
+{
+    put_hdr(lo, META_K_SYS, META_SYS_RETIRE);
+    put_hdr(hi, META_K_SYS, META_SYS_RETIRE + 1);
+}
 
 static void owner_range(uint8_t owner, struct mg_buf *lo, struct mg_buf *hi)
 {
@@ -410,4 +425,18 @@ int meta__key_due_decode(const void *key, size_t len, uint64_t *bucket_id, int64
     key_out->base = p + META_TABLE_KEY_LEN + 8;
     key_out->len = len - META_TABLE_KEY_LEN - 8;
     return key_out->len == 0 || key_out->len > META_KEY_MAX ? MG_ECORRUPT : 0;
+}
+
+/* The orphan collector asks "which live blobs does any bucket's index name" for all blobs at
+ * once, walking every 'X' table in order: it needs the (segment, offset) of each row. */
+int meta__key_blob_index_decode(const void *key, size_t len, uint64_t *bucket_id,
+                                uint64_t *segment, uint64_t *offset)
+{
+    const char *p = key;
+    if (table_row(p, len, META_TBL_BLOB, META_TABLE_KEY_LEN + 16, bucket_id) != 0 ||
+        len != META_TABLE_KEY_LEN + 16)
+        return MG_ECORRUPT;
+    *segment = meta__get_u64(p + META_TABLE_KEY_LEN);
+    *offset = meta__get_u64(p + META_TABLE_KEY_LEN + 8);
+    return 0;
 }

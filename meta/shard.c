@@ -23,6 +23,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -33,6 +34,7 @@
 
 #define MG_MODULE "meta"
 #include "common/fs.h"
+#include "meta/orphan.h"
 #include "meta/shard.h"
 
 #define FLUSH_TICK_MS 1000
@@ -235,6 +237,8 @@ static int on_apply(void *data, uint64_t index, const void *buf, size_t len, voi
         else if (r.type == META_WS_DELRANGE)
             eng_batch_delete_range(b, ENG_CF_META, r.key.base, r.key.len, r.value.base,
                                    r.value.len);
+        else if (r.type == META_WS_RETIRE) /* persisted with the rows that stop naming it */
+            meta__orphan_intent_put(b, &r.ref);
     }
     struct mg_buf k, v;
     mg_buf_init(&k);
@@ -343,6 +347,15 @@ static void flush_start(struct meta__shards *ss)
     }
 }
 
+/* FLUSH_MAX_AGE_MS, or MG_FLUSH_MAX_AGE_MS (a test switch: test_orphans.py makes a DELETE
+ * durable in RocksDB within a second, so that a restart does not replay it from the log). */
+static int64_t flush_max_age_ms(void)
+{
+    const char *e = getenv("MG_FLUSH_MAX_AGE_MS");
+    long v = e != NULL ? strtol(e, NULL, 10) : 0;
+    return v > 0 ? v : FLUSH_MAX_AGE_MS;
+}
+
 /* Budget: one RocksDB flush at most per tick; its cost (one L0 SST of what arrived since
  * the last one) runs on a worker. A flush is due when FLUSH_MAX_ENTRIES entries are not
  * durable or FLUSH_MAX_AGE_MS passed with anything not durable. meta.flusher = "hold" (a test switch)
@@ -357,7 +370,7 @@ static void on_flush_tick(uv_timer_t *t)
         lag += ss->shards[i].applied - ss->shards[i].durable;
     if (lag == 0)
         return;
-    if (lag >= FLUSH_MAX_ENTRIES || now_ms() - ss->last_flush_ms >= FLUSH_MAX_AGE_MS)
+    if (lag >= FLUSH_MAX_ENTRIES || now_ms() - ss->last_flush_ms >= flush_max_age_ms())
         flush_start(ss);
 }
 
@@ -763,6 +776,7 @@ static void on_proposed(struct mraft_propose *req, int status, uint64_t index, u
         mg_log(MG_LOG_ERROR, "event=proposal_failed shard=%u err=%s", p->s->id,
                mg_err_name(status));
         meta__ov_clear(&ss->ov);
+        meta__orphan_unknown_outcome(ss->ms);
         if (status == MG_EIO || status == MG_ENOSPC)
             maybe_reopen(p->s);
     }

@@ -18,6 +18,7 @@
 #define MG_MODULE "meta"
 #include "common/fs.h"
 #include "meta/op.h"
+#include "meta/orphan.h"
 
 int meta__apply_put(struct meta_store *ms, struct mg_buf *k, struct mg_buf *v)
 {
@@ -289,6 +290,7 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
     }
     if ((rv = meta__rt_start(ms, errmsg)) != 0)
         goto err_after_blobs;
+    meta_orphan_start(ms, NULL); /* after the log replay: intents and index are complete */
     mg_log(MG_LOG_INFO, "event=meta_open dir=%s rocksdb_wal=off inline_max=%u", ms->data_dir,
            opts->inline_max_bytes);
     *out = ms;
@@ -312,6 +314,7 @@ void meta_store_close(struct meta_store *ms)
 {
     if (ms == NULL)
         return;
+    meta_orphan_stop(ms);
     meta__rt_stop(ms);
     eng_blob_close(ms->bs);
     eng_db_close(ms->db);
