@@ -85,7 +85,7 @@ static struct live *live_find(struct fsck *f, const struct eng_blob_ref *ref)
 
 static char *dup_str(struct mg_str s)
 {
-    return mg_strndup(s.base, s.len);
+    return s.len > 0 ? mg_strndup(s.base, s.len) : mg_strndup("", 0); /* base may be NULL */
 }
 
 static void problem_add(struct fsck *f, enum problem_kind kind, const struct meta_scrub_item *it,

@@ -134,7 +134,7 @@ static void test_scrub_rate_bound(void **state)
     struct fx *f = *state;
     struct meta_scrub_stats st;
     for (int i = 0; i < 3; i++) {
-        char key[8];
+        char key[16];
         snprintf(key, sizeof(key), "r%d", i);
         put_filled(f, key, 256 * KIB, (uint32_t)i);
     }
