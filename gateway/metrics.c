@@ -103,6 +103,9 @@ static void sum_loops(struct gw_server *srv, struct gw__metrics *t)
     }
 }
 
+/* Defined in server.c; its prototype belongs in core.h (not this change's file). */
+void gw__head_refusals(uint64_t *requests, uint64_t *body_bytes);
+
 static void gauge(struct mg_buf *o, const char *name, const char *type, const char *help,
                   uint64_t v)
 {
@@ -493,6 +496,13 @@ void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
     gauge(o, "metagate_http_connections", "gauge", "Open client connections.", conns);
     gauge(o, "metagate_http_connections_refused_total", "counter",
           "Connections closed at accept because their loop was at its bound.", refused);
+    uint64_t head_refused, head_refused_bytes;
+    gw__head_refusals(&head_refused, &head_refused_bytes); /* server.c, issue 9 */
+    gauge(o, "metagate_http_requests_refused_from_head_total", "counter",
+          "Requests answered from their head, before their body was read (refused).",
+          head_refused);
+    gauge(o, "metagate_http_request_body_bytes_refused_total", "counter",
+          "Body bytes those requests announced that the server never read.", head_refused_bytes);
     int64_t up_ms = gw__now_ms() - srv->started_ms;
     gauge(o, "metagate_uptime_seconds", "gauge", "Seconds since the server started.",
           (uint64_t)(up_ms > 0 ? up_ms / 1000 : 0));

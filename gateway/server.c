@@ -37,6 +37,8 @@
  */
 #include <arpa/inet.h>
 #include <assert.h>
+#include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -51,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -158,12 +161,16 @@ static int serve_internal(struct gw_request *r)
     return 0;
 }
 
+static int head_refusal_answer(struct gw_request *r);
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     struct gw_server *srv = ((struct gw__handler *)self)->srv;
     struct gw_request *r = h2o_mem_alloc_shared(&req->pool, sizeof(*r), on_request_dispose);
     int rv = gw__request_init(r, req, srv);
     make_request_id(r, current_loop);
+    if (head_refusal_answer(r))
+        return 0;
     if (rv == 0 && serve_internal(r))
         return 0;
     if (rv == 0)
@@ -201,7 +208,314 @@ struct conn {
     uint64_t accepted_ms;
     int shed;
     uint64_t timed_out_ms; /* when conn_sweep answered RequestTimeout, else 0 */
+    h2o_socket_cb h2o_read;        /* h2o's read callback, which on_conn_read wraps */
+    int head_checked;              /* the current request's head went through head_check */
+    struct head_refusal *refusal;  /* the answer on_req gives the current request, or NULL */
 };
+
+/* ---- authorization from the head (issue 9 "Body before auth")
+ *
+ * h2o 2.2.5 has no hook between a request's head and its body. lib/http1.c
+ * handle_incoming_request parses the head (phr_parse_request), sends "100 Continue" at once
+ * when the client asked for it, and its entity readers (handle_content_length_entity_read,
+ * handle_chunked_entity_read) append the whole body to sock->input; only
+ * on_entity_read_complete -> process_request calls a handler. The request-body streaming API
+ * (req->proceed_req / write_req, h2o_handler_t.supports_request_streaming) came with 2.3.
+ * Before this, 16 anonymous 30 MiB PUTs to a private bucket took the server from 20 MB to
+ * 876 MB, and Expect: 100-continue got 100 for them.
+ *
+ * What 2.2.5 does offer: every read reaches the HTTP/1 code through the socket's
+ * _cb.read, which h2o_socket_read_start (lib/common/socket.c) installs; on_read_tcp /
+ * on_read_ssl (lib/common/socket/uv-binding.c.h) call it after each read, with sock->input
+ * holding the current request from its first byte (cleanup_connection consumes the previous
+ * one). libh2o calls h2o_socket_read_start through its PLT, so this executable's definition
+ * below takes its place: on our server sockets (tagged by on_close.cb) it installs
+ * on_conn_read in front of h2o's callback. on_conn_read judges a head as soon as it is
+ * complete, before h2o has seen it: when the request announces a body (Content-Length of
+ * HEAD_CHECK_MIN_BODY or more, chunked, or Expect), it is routed and authenticated
+ * (gw__request_init, gw__auth) and the bucket's owner and ACL are checked, the synchronous
+ * CPU-only steps on_req takes anyway. A request that would be refused keeps its head but
+ * loses its body framing: the first two bytes of Content-Length, Transfer-Encoding and Expect
+ * become "x-" (same length, so h2o parses the same head), h2o sees a request without a body,
+ * sends no 100 and calls on_req at once, and on_req answers the saved error with Connection:
+ * close. What the server holds of a refused body is at most the reads that completed the
+ * head (64 KiB each); what the client still sends is never read (h2o closes after the
+ * answer; the kernel resets the rest). Bodies below HEAD_CHECK_MIN_BODY are read as before
+ * (a request head is judged twice only when it carries a large body). Requests h2o finds
+ * already buffered behind a previous one (pipelining) are judged when h2o restarts reading
+ * (h2o_socket_read_start, before its own handle_incoming_request). */
+
+#define HEAD_MAX 8192         /* h2o 2.2.5 H2O_MAX_REQLEN: h2o answers 400 to longer heads */
+#define HEAD_HEADERS_MAX 100  /* H2O_MAX_HEADERS */
+#define HEAD_CHECK_MIN_BODY (64u << 10)
+
+/* Requests refused from their head, and the body bytes they announced that were never read
+ * (process-wide; /metrics reads them through gw__head_refusals). */
+static uint64_t head_refused_requests, head_refused_body_bytes;
+
+void gw__head_refusals(uint64_t *requests, uint64_t *body_bytes);
+void gw__head_refusals(uint64_t *requests, uint64_t *body_bytes)
+{
+    *requests = __atomic_load_n(&head_refused_requests, __ATOMIC_RELAXED);
+    *body_bytes = __atomic_load_n(&head_refused_body_bytes, __ATOMIC_RELAXED);
+}
+
+struct head_refusal {
+    int rv;
+    char errmsg[256];
+};
+
+struct head {
+    h2o_iovec_t method, target;
+    struct {
+        h2o_iovec_t name, value;
+    } h[HEAD_HEADERS_MAX];
+    size_t n;
+    size_t len; /* bytes of the head, its empty line included */
+};
+
+static int str_is(struct mg_str s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.len == n && memcmp(s.base, lit, n) == 0;
+}
+
+static int iov_ieq(h2o_iovec_t v, const char *lit)
+{
+    size_t n = strlen(lit);
+    return v.len == n && strncasecmp(v.base, lit, n) == 0;
+}
+
+/* The request head at the start of buf: 1 complete, 0 incomplete, -1 nothing to judge here
+ * (malformed, folded, too long: h2o answers it). Header names and values point into buf. */
+static int head_parse(char *buf, size_t size, struct head *out)
+{
+    char *p = buf, *end = buf + (size < HEAD_MAX ? size : HEAD_MAX);
+    while (p < end && (*p == '\r' || *p == '\n')) /* as picohttpparser: leading empty lines */
+        p++;
+    out->n = 0;
+    for (int first = 1;; first = 0) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL)
+            return size >= HEAD_MAX ? -1 : 0;
+        size_t ll = (size_t)(nl - p) - (nl > p && nl[-1] == '\r');
+        char *line = p;
+        p = nl + 1;
+        if (first) {
+            char *sp1 = memchr(line, ' ', ll);
+            char *sp2 = sp1 != NULL ? memchr(sp1 + 1, ' ', (size_t)(line + ll - sp1 - 1)) : NULL;
+            if (sp2 == NULL || sp1 == line || sp2 == sp1 + 1)
+                return -1;
+            out->method = h2o_iovec_init(line, (size_t)(sp1 - line));
+            out->target = h2o_iovec_init(sp1 + 1, (size_t)(sp2 - sp1 - 1));
+            continue;
+        }
+        if (ll == 0) {
+            out->len = (size_t)(p - buf);
+            return 1;
+        }
+        char *colon = memchr(line, ':', ll);
+        if (line[0] == ' ' || line[0] == '\t' || colon == NULL || colon == line ||
+            out->n == HEAD_HEADERS_MAX || memchr(line, ' ', (size_t)(colon - line)) != NULL)
+            return -1;
+        char *v = colon + 1, *ve = line + ll;
+        while (v < ve && (*v == ' ' || *v == '\t'))
+            v++;
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+            ve--;
+        out->h[out->n].name = h2o_iovec_init(line, (size_t)(colon - line));
+        out->h[out->n].value = h2o_iovec_init(v, (size_t)(ve - v));
+        out->n++;
+    }
+}
+
+/* The head as h2o would hand it to on_req (lib/http1.c init_headers: names lower-cased, Host
+ * in authority, the other init-special headers left out, the Content-Length as the entity's
+ * length), allocated from req->pool. */
+static void head_to_req(const struct head *hd, size_t content_length, h2o_req_t *req)
+{
+    req->input.method = req->method = hd->method;
+    req->input.path = req->path = hd->target;
+    req->input.query_at = SIZE_MAX;
+    for (size_t i = 0; i < hd->n; i++) {
+        size_t len = hd->h[i].name.len;
+        char *name = h2o_mem_alloc_pool(&req->pool, len);
+        for (size_t k = 0; k < len; k++)
+            name[k] = (char)tolower((unsigned char)hd->h[i].name.base[k]);
+        h2o_iovec_t v = hd->h[i].value;
+        const h2o_token_t *t = h2o_lookup_token(name, len);
+        if (t == H2O_TOKEN_HOST)
+            req->input.authority = req->authority = v;
+        else if (t != NULL && !t->is_init_header_special)
+            h2o_add_header(&req->pool, &req->headers, t, NULL, v.base, v.len);
+        else if (t == NULL)
+            h2o_add_header_by_str(&req->pool, &req->headers, name, len, 0, NULL, v.base, v.len);
+    }
+    if (content_length != SIZE_MAX)
+        req->entity = h2o_iovec_init("", content_length);
+}
+
+/* What on_req and the handler would answer from the head alone: 0 (read the body), or the
+ * error of a request that is refused whatever its body (route, signature, a bucket that does
+ * not exist, or whose owner and ACL do not let this requester write). Anything the handler
+ * decides later (meta errors, objects, quotas) gives 0. */
+static int head_authorize(struct gw_server *srv, const struct head *hd, size_t content_length,
+                          int chunked, struct head_refusal *out)
+{
+    h2o_req_t req;
+    memset(&req, 0, sizeof(req));
+    h2o_mem_init_pool(&req.pool);
+    head_to_req(hd, chunked ? SIZE_MAX : content_length, &req);
+    struct gw_request *r = h2o_mem_alloc_pool(&req.pool, sizeof(*r));
+    int rv = gw__request_init(r, &req, srv);
+    int internal = !r->core.vhost && (str_is(r->core.path, "/health") ||
+                                      str_is(r->core.path, "/metrics"));
+    if (rv == 0 && !internal)
+        rv = gw__auth(r, time(NULL));
+    if (rv == MG_ESIGNATURE && chunked)
+        rv = 0; /* a signed Content-Length h2o computes from the decoded body: on_req judges */
+    struct meta_bucket b;
+    if (rv == 0 && !internal && r->bucket.len > 0 && r->op != GW_OP_CREATE_BUCKET) {
+        int brv = meta_bucket_get(r->ms, r->bucket, &r->arena, &b);
+        int owner = brv == 0 && r->user != NULL && r->user->name.len == b.owner.len &&
+                    memcmp(r->user->name.base, b.owner.base, b.owner.len) == 0;
+        if (brv == MG_ENOSUCHBUCKET)
+            rv = brv;
+        else if (brv == 0 && !owner && b.acl != META_ACL_PUBLIC_READ_WRITE)
+            rv = MG_EACCESSDENIED;
+    } else if (rv == 0 && !internal && r->user == NULL) {
+        rv = MG_EACCESSDENIED; /* anonymous CreateBucket or a body for the service */
+    }
+    out->rv = rv;
+    snprintf(out->errmsg, sizeof(out->errmsg), "%s", rv != 0 ? r->errmsg : "");
+    mg_arena_close(&r->arena);
+    h2o_mem_clear_pool(&req.pool);
+    return rv;
+}
+
+static void on_sock_close(void *data);
+
+/* The connection on_conn_read serves, from h2o's request (NULL for other connections). */
+static struct conn *conn_of_req(h2o_req_t *req)
+{
+    h2o_socket_t *(*get_socket)(h2o_conn_t *) = req->conn->callbacks->get_socket;
+    h2o_socket_t *sock = get_socket != NULL ? get_socket(req->conn) : NULL;
+    return sock != NULL && sock->on_close.cb == on_sock_close ? sock->on_close.data : NULL;
+}
+
+/* Judges the head at the start of sock->input once it is complete (see the top of this
+ * section); a refused request's body framing is renamed away and its answer kept for on_req. */
+static void head_check(struct conn *c, h2o_socket_t *sock)
+{
+    struct head hd;
+    int rv = head_parse(sock->input->bytes, sock->input->size, &hd);
+    if (rv == 0)
+        return;
+    c->head_checked = 1;
+    if (rv < 0)
+        return;
+    size_t content_length = SIZE_MAX;
+    int chunked = 0, expect = 0;
+    for (size_t i = 0; i < hd.n; i++) {
+        if (iov_ieq(hd.h[i].name, "content-length")) {
+            content_length = h2o_strtosize(hd.h[i].value.base, hd.h[i].value.len);
+            if (content_length == SIZE_MAX)
+                return; /* h2o answers 400 */
+        } else if (iov_ieq(hd.h[i].name, "transfer-encoding")) {
+            chunked = 1;
+        } else if (iov_ieq(hd.h[i].name, "expect")) {
+            expect = 1;
+        }
+    }
+    if (!chunked && !expect &&
+        (content_length == SIZE_MAX || content_length < HEAD_CHECK_MIN_BODY))
+        return;
+    struct head_refusal f;
+    if (current_loop == NULL ||
+        head_authorize(current_loop->srv, &hd, content_length, chunked, &f) == 0)
+        return;
+    for (size_t i = 0; i < hd.n; i++) {
+        h2o_iovec_t name = hd.h[i].name;
+        if (iov_ieq(name, "content-length") || iov_ieq(name, "transfer-encoding") ||
+            iov_ieq(name, "expect")) {
+            hd.h[i].name.base[0] = 'x';
+            hd.h[i].name.base[1] = '-';
+        }
+    }
+    c->refusal = h2o_mem_alloc(sizeof(*c->refusal));
+    *c->refusal = f;
+    size_t held = sock->input->size - hd.len; /* body bytes already read */
+    uint64_t declared = chunked || content_length == SIZE_MAX ? 0 : content_length;
+    __atomic_fetch_add(&head_refused_requests, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&head_refused_body_bytes, declared > held ? declared - held : 0,
+                       __ATOMIC_RELAXED);
+    mg_log(MG_LOG_DEBUG,
+           "event=refused_from_head code=%s content_length=%" PRIu64 " chunked=%d expect=%d "
+           "buffered=%zu",
+           mg_err_s3code(f.rv), declared, chunked, expect, held);
+}
+
+/* h2o's read callback for our server sockets: heads are judged before h2o reads them. */
+static void on_conn_read(h2o_socket_t *sock, const char *err)
+{
+    struct conn *c = sock->on_close.data;
+    if (err == NULL && !c->head_checked)
+        head_check(c, sock);
+    c->h2o_read(sock, err);
+}
+
+/* on_close.cb of our server sockets: the tag conn_of_req and h2o_socket_read_start look
+ * for (h2o calls it from h2o_socket_close; the struct conn lives until on_conn_close). */
+static void on_sock_close(void *data)
+{
+    (void)data;
+}
+
+typedef void (*read_start_fn)(h2o_socket_t *sock, h2o_socket_cb cb);
+static read_start_fn real_read_start;
+static pthread_once_t read_start_once = PTHREAD_ONCE_INIT;
+
+static void read_start_resolve(void)
+{
+    real_read_start = (read_start_fn)(uintptr_t)dlsym(RTLD_NEXT, "h2o_socket_read_start");
+    if (real_read_start == NULL)
+        abort();
+}
+
+/* Takes the place of libh2o's (see the top of this section); other sockets (h2o's clients,
+ * the in-process loopback) are left as they are. */
+void h2o_socket_read_start(h2o_socket_t *sock, h2o_socket_cb cb)
+{
+    pthread_once(&read_start_once, read_start_resolve);
+    if (sock->on_close.cb == on_sock_close && cb != on_conn_read) {
+        struct conn *c = sock->on_close.data;
+        c->h2o_read = cb;
+        cb = on_conn_read;
+        if (!c->head_checked && sock->input->size != 0)
+            head_check(c, sock); /* pipelined: h2o parses it right after this */
+    }
+    real_read_start(sock, cb);
+}
+
+/* on_req, first: the request head_check refused gets its answer, and the connection is
+ * closed after it (the body it announced is still on its way). Every request starts the next
+ * head's check. */
+static int head_refusal_answer(struct gw_request *r)
+{
+    struct conn *c = conn_of_req(r->req);
+    if (c == NULL)
+        return 0;
+    c->head_checked = 0;
+    struct head_refusal *f = c->refusal;
+    if (f == NULL)
+        return 0;
+    c->refusal = NULL;
+    r->req->http1_is_persistent = 0;
+    snprintf(r->errmsg, sizeof(r->errmsg), "%s", f->errmsg);
+    gw_respond_error(r, f->rv);
+    free(f);
+    return 1;
+}
 
 #define SHED_MIN_AGE_MS 1000 /* a connection this old that sent nothing may be shed */
 #define SHED_MAX_PER_TURN 8
@@ -331,6 +645,7 @@ static void on_conn_close(uv_handle_t *h)
     if (h2o_linklist_is_linked(&c->link))
         h2o_linklist_unlink(&c->link);
     c->list->shedding -= c->shed;
+    free(c->refusal);
     free(c);
     if (!l->stopping && uv_is_active((uv_handle_t *)&l->stop_timer))
         uv_timer_start(&l->stop_timer, on_accept_pause_tick, 0, 0); /* paused: a slot is free */
@@ -447,7 +762,12 @@ static void accept_one(struct gw__loop *l, uv_stream_t *listener, int resumed)
     c->shed = 0;
     c->timed_out_ms = 0;
     c->link = (h2o_linklist_t){NULL, NULL};
+    c->h2o_read = NULL;
+    c->head_checked = 0;
+    c->refusal = NULL;
     h2o_linklist_insert(&cl->conns, &c->link);
+    sock->on_close.cb = on_sock_close; /* before h2o_accept starts reading: head_check */
+    sock->on_close.data = c;
     h2o_accept(&l->accept_ctx, sock);
 }
 
