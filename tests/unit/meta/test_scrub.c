@@ -210,23 +210,38 @@ static void test_fsck(void **state)
     fx_fill(b, 90 * KIB, 9);
     fx_data(f, b, 90 * KIB, &orphan);
     mg_free(b);
-    /* A dangling entry: d's blob freed under it. A checksum failure: a byte of a flipped. */
+    /* A dangling entry: d's blob freed under it; a dangling part: the same for part 1 of an
+     * upload. A checksum failure: a byte of a flipped. */
     struct eng_blob_ref rd = ref_of(f, "d"), ra = ref_of(f, "a");
     eng_blob_free(f->ms->bs, &rd);
     flip(f, &ra, 5);
+    struct meta_object tmpl = {.key = S("up"), .owner = S("alice")};
+    struct mg_str upload_id;
+    assert_int_equal(meta_mpu_create(f->ms, BKT, &tmpl, &f->a, &upload_id), 0);
+    struct meta_part part = {.number = 1, .size = 80 * KIB,
+                             .etag = S("00000000000000000000000000000000")};
+    b = mg_malloc(80 * KIB);
+    fx_fill(b, 80 * KIB, 8);
+    fx_data(f, b, 80 * KIB, &part.data);
+    mg_free(b);
+    struct eng_blob_ref rp = part.data.extents[0].ref;
+    assert_int_equal(meta_mpu_put_part(f->ms, BKT, S("up"), upload_id, &part), 0);
+    eng_blob_free(f->ms->bs, &rp);
 
     assert_int_equal(run_fsck(f, NULL, &out), 1); /* the store is open: refused */
     meta_store_close(f->ms);
     f->ms = NULL;
     assert_int_equal(run_fsck(f, NULL, &out), 3);
     assert_non_null(strstr(out.base, "\"orphans\":1,\"orphan_bytes\":92160,"));
-    assert_non_null(strstr(out.base, "\"dangling\":1,\"checksum_failures\":1,"));
+    assert_non_null(strstr(out.base, "\"dangling\":2,\"checksum_failures\":1,"));
     assert_non_null(strstr(out.base, "{\"kind\":\"dangling\",\"bucket\":\"bkt\",\"key\":\"d\""));
     assert_non_null(strstr(out.base, "{\"kind\":\"checksum\",\"bucket\":\"bkt\",\"key\":\"a\""));
-    assert_non_null(strstr(out.base, "\"entries\":3,\"blobs\":3,\"refs\":3,"));
+    assert_non_null(strstr(out.base, "\"key\":\"up\",\"upload_id\":"));
+    assert_non_null(strstr(out.base, "\"entries\":4,\"blobs\":3,\"refs\":4,"));
 
     assert_int_equal(run_fsck(f, "--repair", &out), 3); /* the checksum failure stays */
-    assert_non_null(strstr(out.base, "\"orphans_freed\":1,\"dangling_deleted\":1,"));
+    assert_non_null(strstr(out.base, "\"orphans_freed\":1,\"dangling_deleted\":1,"
+                                     "\"uploads_aborted\":1,"));
     assert_int_equal(run_fsck(f, NULL, &out), 3);
     assert_non_null(strstr(out.base, "\"orphans\":0,"));
     assert_non_null(strstr(out.base, "\"dangling\":0,\"checksum_failures\":1,"));
@@ -235,6 +250,7 @@ static void test_fsck(void **state)
     fx_reopen(f);
     struct meta_object o;
     assert_int_equal(meta_object_get(f->ms, BKT, S("d"), &f->a, &o), MG_ENOSUCHKEY);
+    assert_int_equal(meta_mpu_get(f->ms, BKT, S("up"), upload_id, &f->a, &o), MG_ENOSUCHUPLOAD);
     size_t len = 0;
     int rv;
     char *c = fx_get(f, BKT, S("c"), &len, &rv);
@@ -250,13 +266,22 @@ static void test_fsck(void **state)
     mg_buf_close(&out);
 }
 
+/* A test that failed mid-way left its scrubber running: stop it before the store closes. */
+static int scrub_teardown(void **state)
+{
+    struct fx *f = *state;
+    if (f->ms != NULL)
+        meta_scrub_stop(f->ms);
+    return fx_teardown(state);
+}
+
 int test_scrub_run(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_scrub_reports_and_clears, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_scrub_rate_bound, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_scrub_stop_mid_pass, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_fsck, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_scrub_reports_and_clears, fx_setup, scrub_teardown),
+        cmocka_unit_test_setup_teardown(test_scrub_rate_bound, fx_setup, scrub_teardown),
+        cmocka_unit_test_setup_teardown(test_scrub_stop_mid_pass, fx_setup, scrub_teardown),
+        cmocka_unit_test_setup_teardown(test_fsck, fx_setup, scrub_teardown),
     };
     return cmocka_run_group_tests_name("meta_scrub", tests, NULL, NULL);
 }
