@@ -387,7 +387,7 @@ int meta__orphan_do(struct meta_store *ms, struct meta_op *op)
     int64_t now = meta_orphan_now_ms();
     pthread_mutex_lock(&g_mu);
     int rv = 0;
-    if (c->unknown) {
+    if (c->unknown && rq->phase == PHASE_BEGIN) {
         rv = MG_EBUSY;
     } else if (rq->phase == PHASE_BEGIN) {
         c->deciding = 1;
@@ -407,7 +407,9 @@ int meta__orphan_do(struct meta_store *ms, struct meta_op *op)
                 cd[w++] = cd[i];
         c->condemned.n = w;
         size_t before = c->condemned.n;
-        for (size_t i = 0; i < rq->n; i++) {
+        /* After an unknown outcome (between BEGIN and now) nothing is condemned. */
+        size_t ncand = c->unknown || !c->deciding ? 0 : rq->n;
+        for (size_t i = 0; i < ncand; i++) {
             struct live *l = &rq->cands[i];
             struct seen key = {.seg = l->ref.segment, .off = l->ref.offset};
             if (l->referenced ||
@@ -538,12 +540,19 @@ static int pass(struct collector *c, int64_t now)
     size_t ne = rv == 0 ? update_seen(c, lv, n, now, &found, &bytes) : 0;
     if (ne > 0 && eng_blob_retire_backlog(ms->bs) > ENG_BLOB_RETIRE_BACKLOG_MAX / 2)
         ne = 0; /* the reaper is behind: leave them for a later pass */
-    if (ne > 0 && !atomic_load(&c->stop))
+    if (atomic_load(&c->stop))
+        ne = 0;
+    if (ne > 0) {
         rv = run_op(c, PHASE_BEGIN, NULL, 0);
-    if (ne > 0 && rv == 0)
-        rv = mark_index(ms, lv, ne); /* after BEGIN: sees every op that ran before it */
-    if (ne > 0 && rv == 0)
-        rv = run_op(c, PHASE_DECIDE, lv, ne);
+        if (rv == 0) {
+            int mrv = mark_index(ms, lv, ne); /* after BEGIN: sees every op that ran before */
+            /* DECIDE always runs after a BEGIN, to end the claiming window (a failed walk
+             * condemns nothing). */
+            rv = run_op(c, PHASE_DECIDE, lv, mrv == 0 ? ne : 0);
+            if (rv == 0)
+                rv = mrv;
+        }
+    }
     for (size_t i = 0; ne > 0 && rv == 0 && i < ne; i++) {
         if (lv[i].condemned != 1)
             continue;
