@@ -136,6 +136,8 @@ struct orphan_req {
     size_t n;
 };
 
+void (*meta__orphan_test_before_decide)(struct meta_store *ms);
+
 /* Every collector, by store; the exec hooks hold g_mu while they use one. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct collector *g_list;
@@ -546,6 +548,8 @@ static int pass(struct collector *c, int64_t now)
         rv = run_op(c, PHASE_BEGIN, NULL, 0);
         if (rv == 0) {
             int mrv = mark_index(ms, lv, ne); /* after BEGIN: sees every op that ran before */
+            if (meta__orphan_test_before_decide != NULL)
+                meta__orphan_test_before_decide(ms);
             /* DECIDE always runs after a BEGIN, to end the claiming window (a failed walk
              * condemns nothing). */
             rv = run_op(c, PHASE_DECIDE, lv, mrv == 0 ? ne : 0);

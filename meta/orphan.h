@@ -85,6 +85,9 @@ void meta__orphan_intent_put(struct eng_batch *b, const struct eng_blob_ref *ref
  * until the process is killed (tests/integration/test_orphans.py). */
 void meta__orphan_fault_pause(const struct meta_op *op);
 
+/* Tests: called by a pass between its second index walk and DECIDE (NULL: nothing). */
+extern void (*meta__orphan_test_before_decide)(struct meta_store *ms);
+
 /* ------------------------------------------------------- keys (key.c) */
 
 #define META_SYS_RETIRE 'R' /* 0x01 'R' · segment u64 · offset u64 -> intent */

@@ -198,6 +198,46 @@ static void test_put_of_collected_blob_refused(void **state)
     assert_int_equal(st.orphans_freed, 1);
 }
 
+/* A PUT whose body runs after the pass's last index walk but before DECIDE (the window the
+ * grace normally keeps empty): it is claimed and spared, and its object reads back. */
+static struct ofx *g_race_fx;
+static struct meta_data g_race_data;
+static int g_race_rv = -1;
+
+static void put_in_window(struct meta_store *ms)
+{
+    assert_ptr_equal(ms, g_race_fx->ms);
+    g_race_rv = put_data(g_race_fx, S("raced"), &g_race_data);
+}
+
+static void test_put_between_walk_and_decide_spared(void **state)
+{
+    struct ofx *f = *state;
+    write_blob(f, BLOB_BYTES, 'w', &g_race_data);
+    int64_t t0 = meta_orphan_now_ms();
+    assert_int_equal(meta_orphan_pass(f->ms, t0), 0);
+    g_race_fx = f;
+    meta__orphan_test_before_decide = put_in_window;
+    int rv = meta_orphan_pass(f->ms, t0 + GRACE_MS);
+    meta__orphan_test_before_decide = NULL;
+    assert_int_equal(rv, 0);
+    assert_int_equal(g_race_rv, 0);
+    struct meta_orphan_stats st;
+    meta_orphan_stats_get(f->ms, &st);
+    assert_int_equal(st.orphans_freed, 0);
+    assert_int_equal(live_blobs(f), 1);
+    struct meta_object o;
+    assert_int_equal(meta_object_get(f->ms, BKT, S("raced"), &f->a, &o), 0);
+    char buf[16];
+    assert_int_equal(meta_data_read(f->ms, &o.data, 0, buf, sizeof buf), 0);
+    assert_int_equal(buf[0], 'w');
+    /* Referenced now: later passes leave it alone. */
+    assert_int_equal(meta_orphan_pass(f->ms, t0 + 10 * GRACE_MS), 0);
+    meta_orphan_stats_get(f->ms, &st);
+    assert_int_equal(st.orphans_found, 0);
+    assert_int_equal(live_blobs(f), 1);
+}
+
 /* A delete writes the retire intent with its rows; once the reaper freed the blob, a pass
  * deletes the intent. */
 static void test_intent_written_and_cleared(void **state)
@@ -295,6 +335,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_orphan_reclaimed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_of_collected_blob_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_between_walk_and_decide_spared, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_intent_written_and_cleared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_intent_replayed_after_crash, setup, teardown),
         cmocka_unit_test(test_keys),
