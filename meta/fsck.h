@@ -24,6 +24,10 @@
  * repaired: a single node has no other copy; the objects are listed for the
  * operator to restore and overwrite.
  *
+ * The orphan collector (meta/orphan.h) does not run inside fsck (MG_ORPHAN_PERIOD_MS=0), so
+ * without --repair nothing is freed; the open itself appends the Raft groups' election
+ * entries and starts a new blob epoch, as any start does.
+ *
  * Exit status: 0 nothing found (or everything found was repaired), 3 problems
  * remain, 1 the check could not run (directory in use, open failed), 2 usage.
  */
