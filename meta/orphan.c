@@ -77,6 +77,7 @@
 #include <unistd.h>
 
 #define MG_MODULE "meta"
+#include "meta/op.h"
 #include "meta/orphan.h"
 
 #define INTENT_VALUE_LEN 40

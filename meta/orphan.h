@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "meta/op.h"
+#include "meta/meta.h"
 
 #define META_ORPHAN_GRACE_MS_DEFAULT (10u * 60u * 1000u) /* 10 min */
 #define META_ORPHAN_PERIOD_MS_DEFAULT (5u * 60u * 1000u) /* 5 min */

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "meta/internal.h"
 #include "meta/orphan.h"
 
 #define GRACE_MS 1000
