@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -65,6 +66,7 @@
 
 #define MAX_ENTITY_BYTES ((5ull << 30) + (64u << 20)) /* 5 GiB + aws-chunked framing */
 #define SPILL_THRESHOLD_BYTES (32u << 20)
+#define MMAP_THRESHOLD_BYTES (1 << 20) /* glibc malloc: see gw__server_create */
 #define LISTEN_BACKLOG 1024
 #define STOP_TICK_MS 100
 #define STOP_TICKS_MAX 20 /* graceful stop waits at most 2 s for open connections */
@@ -1174,6 +1176,14 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
 {
     assert(cfg != NULL && dispatch != NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* Request buffers go back to the kernel when the request ends (issue 9): glibc's mmap
+     * threshold starts at 128 KiB and rises to the size of each mmapped chunk freed (up to
+     * 32 MiB), after which h2o's body buffers (doubling up to the 32 MiB spill threshold) come
+     * from the loop threads' heaps and stay there: 16 authorized 30 MiB PUTs left RssAnon at
+     * 181 MB after they ended. A fixed threshold (which also fixes the trim threshold at
+     * 128 KiB) maps every chunk of MMAP_THRESHOLD_BYTES or more: 5 MB after, peak 121 MB
+     * instead of 227 MB. */
+    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES);
     struct gw_server *srv = mg_calloc(1, sizeof(*srv));
     srv->cfg = cfg;
     srv->dispatch = dispatch;

@@ -7,6 +7,7 @@ AWS's Code, status and Message. Raw requests (s3raw), since SDKs refuse to
 send most of them."""
 
 import datetime
+import functools
 import os
 import shutil
 import socket
@@ -338,7 +339,9 @@ class BodyBeforeAuth(S3TestCase):
         sock.close()
         results[i] = data.split(b"\r\n", 1)[0] if data else None
 
-    def test_anonymous_30mib_puts_not_kept(self):
+    def rss_around(self, puts):
+        """Runs the puts (callables) at once; RssAnon of the server before, at its peak
+        (sampled every 20 ms) and 1 s after they ended, in KiB, and how long they took."""
         import threading
         pid = self.server.pid
         before = rss_anon_kib(pid)
@@ -352,10 +355,7 @@ class BodyBeforeAuth(S3TestCase):
 
         sampler = threading.Thread(target=sample)
         sampler.start()
-        results = [None] * self.N
-        threads = [threading.Thread(target=self.anonymous_put,
-                                    args=("/priv/anon%d" % i, self.SIZE, results, i))
-                   for i in range(self.N)]
+        threads = [threading.Thread(target=p) for p in puts]
         t0 = time.monotonic()
         for t in threads:
             t.start()
@@ -365,21 +365,80 @@ class BodyBeforeAuth(S3TestCase):
         time.sleep(1)
         done.set()
         sampler.join()
-        after = rss_anon_kib(pid)
+        return before, peak[0], rss_anon_kib(pid), took
+
+    def test_anonymous_30mib_puts_not_kept(self):
+        results = [None] * self.N
+        before, peak, after, took = self.rss_around(
+            [functools.partial(self.anonymous_put, "/priv/anon%d" % i, self.SIZE, results, i)
+             for i in range(self.N)])
         tmp = os.path.join(self.server.data_dir, "tmp")
         left = os.listdir(tmp) if os.path.isdir(tmp) else []
         print("# BodyBeforeAuth: %d x %d MiB anonymous PUTs in %.1f s, RssAnon %d -> peak %d "
               "-> after %d KiB, spill files %d" % (self.N, self.SIZE >> 20, took, before,
-                                                    peak[0], after, len(left)), flush=True)
+                                                    peak, after, len(left)), flush=True)
         self.assertEqual([r for r in results if r is None or b" 403 " not in r + b" "], [],
                          results)
-        self.assertLess(peak[0], self.RSS_MAX_KIB, "RssAnon peaked at %d KiB" % peak[0])
+        self.assertLess(peak, self.RSS_MAX_KIB, "RssAnon peaked at %d KiB" % peak)
         self.assertLess(after, self.RSS_MAX_KIB, "RssAnon %d KiB after" % after)
         self.assertEqual(left, [])
         metrics = self.raw.request("GET", "/metrics", sign=False).body.decode()
         refused = [l for l in metrics.splitlines()
                    if l.startswith("metagate_http_requests_refused_from_head_total ")]
         self.assertEqual(refused, ["metagate_http_requests_refused_from_head_total %d" % self.N])
+
+    def test_anonymous_200mib_put_not_spilled(self):
+        """Above h2o's 32 MiB buffer threshold a body goes to an unlinked spill file in
+        data/tmp (h2o_buffer_reserve: mkstemp, unlink, mmap): seen in /proc/PID/maps."""
+        import threading
+        spilled = []
+        done = threading.Event()
+
+        def watch():
+            while not done.is_set():
+                with open("/proc/%d/maps" % self.server.pid) as f:
+                    spilled.extend(l for l in f if "h2o.b." in l)
+                time.sleep(0.02)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        results = [None]
+        try:
+            self.anonymous_put("/priv/anon-big", 200 << 20, results, 0)
+        finally:
+            done.set()
+            watcher.join()
+        self.assertIn(b" 403 ", (results[0] or b"") + b" ", results)
+        self.assertEqual(spilled, [])
+
+    def signed_put(self, path, size, results, i):
+        h = {"Host": self.raw.hostport, "Content-Length": str(size)}
+        s3raw.sign_v4("PUT", path, [], h, "UNSIGNED-PAYLOAD", self.raw.access_key,
+                      self.raw.secret)
+        sock = socket.create_connection(("127.0.0.1", self.server.port))
+        sock.settimeout(60)
+        sock.sendall(raw_head("PUT", path, h))
+        chunk = b"\1" * (1 << 20)
+        for _ in range(size // len(chunk)):
+            sock.sendall(chunk)
+        results[i] = sock.recv(4096).split(b"\r\n", 1)[0]
+        sock.close()
+
+    def test_authorized_puts_memory_returned(self):
+        """Authorized bodies are buffered before the handler (h2o 2.2.5), but the memory
+        goes back when they end: 16 such PUTs left 181 MB of RssAnon behind."""
+        with open("/proc/%d/maps" % self.server.pid) as f:
+            if "libasan" in f.read():
+                self.skipTest("ASan's allocator keeps freed memory in its quarantine")
+        n = self.N // 2
+        results = [None] * n
+        before, peak, after, took = self.rss_around(
+            [functools.partial(self.signed_put, "/priv/ok%d" % i, self.SIZE, results, i)
+             for i in range(n)])
+        print("# BodyBeforeAuth: %d x %d MiB authorized PUTs in %.1f s, RssAnon %d -> peak %d "
+              "-> after %d KiB" % (n, self.SIZE >> 20, took, before, peak, after), flush=True)
+        self.assertEqual(results, [b"HTTP/1.1 200 OK"] * n)
+        self.assertLess(after, self.RSS_MAX_KIB, "RssAnon %d KiB after" % after)
 
     def expect_put(self, path, size, secret=None):
         """Sends a PUT head with Expect: 100-continue, signed with secret unless it is None
