@@ -23,6 +23,7 @@
 
 #define MG_MODULE "gateway"
 #include "gateway/core.h"
+#include "meta/orphan.h"
 #include "meta/scrub.h"
 
 /* Upper bounds in microseconds; the last bucket is +Inf. */
@@ -393,6 +394,36 @@ static void label_value(struct mg_buf *o, const char *s)
     }
 }
 
+static void render_orphans(struct mg_buf *o, struct gw_server *srv)
+{
+    struct meta_orphan_stats os;
+    meta_orphan_stats_get(srv->ms, &os);
+    gauge(o, "metagate_orphan_passes_total", "counter", "Orphan collector passes completed.",
+          os.passes);
+    gauge(o, "metagate_orphan_blobs_seen", "gauge", "Live blobs the last orphan pass walked.",
+          os.blobs_seen);
+    gauge(o, "metagate_orphans_found", "gauge",
+          "Blobs the last orphan pass found unreferenced (inside or past the grace).",
+          os.orphans_found);
+    gauge(o, "metagate_orphan_bytes", "gauge", "Data bytes of those unreferenced blobs.",
+          os.orphan_bytes);
+    gauge(o, "metagate_orphans_freed_total", "counter", "Orphans the collector retired.",
+          os.orphans_freed);
+    gauge(o, "metagate_orphan_bytes_freed_total", "counter",
+          "Data bytes of the orphans the collector retired.", os.orphan_bytes_freed);
+    gauge(o, "metagate_orphan_puts_refused_total", "counter",
+          "PUTs and parts refused (500) because the collector had taken their blob.",
+          os.puts_refused);
+    gauge(o, "metagate_retire_intents_replayed_total", "counter",
+          "Retire intents whose blob was retired again at start.", os.intents_replayed);
+    gauge(o, "metagate_retire_intents_cleared_total", "counter",
+          "Retire intent rows deleted once their blob was freed.", os.intents_cleared);
+    gauge(o, "metagate_retire_intents_pending", "gauge",
+          "Retire intent rows left after the last orphan pass.", os.intents_pending);
+    gauge(o, "metagate_orphan_last_pass_ms", "gauge", "Duration of the last orphan pass.",
+          os.last_pass_ms);
+}
+
 static void render_scrub(struct mg_buf *o, struct gw_server *srv, const struct meta_stats *st)
 {
     gauge(o, "metagate_blob_corrupt_reads_total", "counter",
@@ -484,6 +515,7 @@ void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
           st.blobs.disk_bytes);
     render_lifecycle(o, srv, &st);
     render_scrub(o, srv, &st);
+    render_orphans(o, srv);
     render_raft_groups(o, srv);
     gauge(o, "metagate_loops", "gauge", "Event loops (threads) serving HTTP.",
           (uint64_t)srv->nloops);
