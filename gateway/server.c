@@ -370,8 +370,8 @@ static int head_authorize(struct gw_server *srv, const struct head *hd, size_t c
     head_to_req(hd, chunked ? SIZE_MAX : content_length, &req);
     struct gw_request *r = h2o_mem_alloc_pool(&req.pool, sizeof(*r));
     int rv = gw__request_init(r, &req, srv);
-    int internal = !r->core.vhost && (str_is(r->core.path, "/health") ||
-                                      str_is(r->core.path, "/metrics"));
+    int internal = rv == 0 && !r->core.vhost &&
+                   (str_is(r->core.path, "/health") || str_is(r->core.path, "/metrics"));
     if (rv == 0 && !internal)
         rv = gw__auth(r, time(NULL));
     if (rv == MG_ESIGNATURE && chunked)
@@ -417,9 +417,10 @@ static void head_check(struct conn *c, h2o_socket_t *sock)
     if (rv < 0)
         return;
     size_t content_length = SIZE_MAX;
-    int chunked = 0, expect = 0;
+    int chunked = 0, expect = 0, have_length = 0;
     for (size_t i = 0; i < hd.n; i++) {
-        if (iov_ieq(hd.h[i].name, "content-length")) {
+        if (iov_ieq(hd.h[i].name, "content-length") && !have_length) { /* h2o: the first */
+            have_length = 1;
             content_length = h2o_strtosize(hd.h[i].value.base, hd.h[i].value.len);
             if (content_length == SIZE_MAX)
                 return; /* h2o answers 400 */
