@@ -44,6 +44,11 @@ void mg_config_init(struct mg_config *cfg)
     cfg->inline_max_bytes = 4096;
     cfg->log_level = dup_str("info");
     cfg->lc_day_seconds = 86400;
+    cfg->meta_orphan_period_s = 300;
+    cfg->meta_orphan_grace_s = 600;
+    cfg->scrub_enabled = 1;
+    cfg->scrub_delay_s = 300;
+    cfg->scrub_period_s = 86400;
     cfg->engine_compaction = dup_str("locality");
 }
 
@@ -231,7 +236,8 @@ static int domain_ok(const char *d)
     return 1;
 }
 
-/* "meta": {"raft_listen": "HOST:PORT", "initial_shards": N, "flusher": "on"|"hold"} */
+/* "meta": {"raft_listen": "HOST:PORT", "initial_shards": N, "flusher": "on"|"hold",
+ *          "orphan_period_seconds": N, "orphan_grace_seconds": N} */
 static int parse_meta(struct mg_config *cfg, yajl_val v, char *errmsg)
 {
     if (!YAJL_IS_OBJECT(v))
@@ -265,6 +271,16 @@ static int parse_meta(struct mg_config *cfg, yajl_val v, char *errmsg)
             if (!ok)
                 return fail(errmsg, "config key \"%s\": expected \"on\" or \"hold\"",
                             "meta.flusher");
+        } else if (strcmp(k, "orphan_period_seconds") == 0) {
+            if ((rv = get_int(x, "meta.orphan_period_seconds", 0, 7 * 86400, &n, errmsg)) != 0)
+                return rv;
+            cfg->meta_orphan_period_s = (uint32_t)n;
+            cfg->meta_orphan_set = 1;
+        } else if (strcmp(k, "orphan_grace_seconds") == 0) {
+            if ((rv = get_int(x, "meta.orphan_grace_seconds", 0, 7 * 86400, &n, errmsg)) != 0)
+                return rv;
+            cfg->meta_orphan_grace_s = (uint32_t)n;
+            cfg->meta_orphan_set = 1;
         } else {
             char key[64];
             snprintf(key, sizeof(key), "meta.%.40s", k);
@@ -305,6 +321,44 @@ static int parse_lifecycle(struct mg_config *cfg, yajl_val v, char *errmsg)
         } else {
             char key[64];
             snprintf(key, sizeof(key), "lifecycle.%.40s", k);
+            return fail(errmsg, "config key \"%s\": unknown key", key);
+        }
+    }
+    return 0;
+}
+
+/* "scrub": {"enabled": BOOL, "bytes_per_second": N, "delay_seconds": N, "period_seconds": N}
+ * (meta/scrub.h) */
+static int parse_scrub(struct mg_config *cfg, yajl_val v, char *errmsg)
+{
+    if (!YAJL_IS_OBJECT(v))
+        return fail(errmsg, "config key \"%s\": expected an object", "scrub");
+    cfg->scrub_set = 1;
+    for (size_t i = 0; i < v->u.object.len; i++) {
+        const char *k = v->u.object.keys[i];
+        yajl_val x = v->u.object.values[i];
+        long long n;
+        int rv;
+        if (strcmp(k, "enabled") == 0) {
+            if (!YAJL_IS_TRUE(x) && !YAJL_IS_FALSE(x))
+                return fail(errmsg, "config key \"%s\": expected true or false",
+                            "scrub.enabled");
+            cfg->scrub_enabled = YAJL_IS_TRUE(x);
+        } else if (strcmp(k, "bytes_per_second") == 0) {
+            if ((rv = get_int(x, "scrub.bytes_per_second", 1, 1LL << 40, &n, errmsg)) != 0)
+                return rv;
+            cfg->scrub_bytes_per_second = (uint64_t)n;
+        } else if (strcmp(k, "delay_seconds") == 0) {
+            if ((rv = get_int(x, "scrub.delay_seconds", 0, 86400LL * 366, &n, errmsg)) != 0)
+                return rv;
+            cfg->scrub_delay_s = (uint64_t)n;
+        } else if (strcmp(k, "period_seconds") == 0) {
+            if ((rv = get_int(x, "scrub.period_seconds", 1, 86400LL * 366, &n, errmsg)) != 0)
+                return rv;
+            cfg->scrub_period_s = (uint64_t)n;
+        } else {
+            char key[64];
+            snprintf(key, sizeof(key), "scrub.%.40s", k);
             return fail(errmsg, "config key \"%s\": unknown key", key);
         }
     }
@@ -369,6 +423,8 @@ static int parse_key(struct mg_config *cfg, const char *k, yajl_val v, char *err
         return parse_lifecycle(cfg, v, errmsg);
     if (strcmp(k, "engine") == 0)
         return parse_engine(cfg, v, errmsg);
+    if (strcmp(k, "scrub") == 0)
+        return parse_scrub(cfg, v, errmsg);
     if (strcmp(k, "domain") == 0) {
         if ((rv = get_string(v, k, &cfg->domain, errmsg)) != 0)
             return rv;

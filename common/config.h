@@ -51,6 +51,16 @@ struct mg_config {
     int lc_delete_point;       /* lifecycle.delete "point" (1) or "range" (0, the default) */
     char *engine_compaction;   /* engine.compaction "locality" (default), "rocksdb",
                                   "rocksdb+collector": hand to eng_compaction_parse */
+    int meta_orphan_set;        /* meta.orphan_period_seconds or orphan_grace_seconds given */
+    uint32_t meta_orphan_period_s; /* meta.orphan_period_seconds: between orphan passes (0:
+                                      no collector; default 300) */
+    uint32_t meta_orphan_grace_s;  /* meta.orphan_grace_seconds: an unreferenced blob is
+                                      collected after this long (default 600) */
+    int scrub_set;              /* a "scrub" object was given */
+    int scrub_enabled;          /* scrub.enabled (default true) */
+    uint64_t scrub_bytes_per_second; /* scrub.bytes_per_second (0: 8 MiB/s) */
+    uint64_t scrub_delay_s;     /* scrub.delay_seconds: first pass after start (default 300) */
+    uint64_t scrub_period_s;    /* scrub.period_seconds: between pass starts (default 86400) */
 };
 
 /* Defaults: listen 127.0.0.1:9000, data_dir ./data, region us-east-1, threads 0,

@@ -63,6 +63,8 @@
 #define MG_MODULE "gateway"
 #include "gateway/core.h"
 #include "lifecycle/lifecycle.h"
+#include "meta/orphan.h"
+#include "meta/scrub.h"
 
 #define MAX_ENTITY_BYTES ((5ull << 30) + (64u << 20)) /* 5 GiB + aws-chunked framing */
 #define SPILL_THRESHOLD_BYTES (32u << 20)
@@ -1219,6 +1221,11 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
                            .flusher_hold = cfg->meta_flusher_hold,
                            .lc_day_seconds = cfg->lc_day_seconds,
                            .lc_delete_point = cfg->lc_delete_point};
+    /* Without the config keys, the collector and the scrubber read their MG_* test knobs. */
+    struct meta_orphan_opts oo = {.period_ms = cfg->meta_orphan_period_s * 1000u,
+                                  .grace_ms = cfg->meta_orphan_grace_s * 1000u};
+    if (cfg->meta_orphan_set)
+        mo.orphan = &oo;
     if ((rv = lc_store_opts(cfg, &mo, errmsg)) != 0)
         goto err_after_tls;
     if ((rv = meta_store_open(&mo, &srv->ms, errmsg)) != 0)
@@ -1242,6 +1249,13 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
     mg_log(MG_LOG_INFO, "event=listen host=%s port=%u loops=%d workers=%d tls=%d data_dir=%s",
            cfg->listen_host, srv->port, srv->nloops, srv->threadpool_size, srv->ssl_ctx != NULL,
            cfg->data_dir);
+    struct meta_scrub_opts so = {.bytes_per_sec = cfg->scrub_bytes_per_second,
+                                 .delay_ms = cfg->scrub_delay_s * 1000u,
+                                 .period_ms = cfg->scrub_period_s * 1000u};
+    if (!cfg->scrub_set)
+        meta_scrub_start(srv->ms, NULL);
+    else if (cfg->scrub_enabled)
+        meta_scrub_start(srv->ms, &so);
     *out = srv;
     return 0;
 
@@ -1290,6 +1304,7 @@ void gw_server_destroy(struct gw_server *srv)
     for (int i = 0; i < srv->nloops; i++)
         all_disposed &= srv->loops[i].disposed;
     lc_stop(srv); /* before the store it submits to closes */
+    meta_scrub_stop(srv->ms);
     meta_store_close(srv->ms);
     if (!all_disposed)
         return;

@@ -66,9 +66,13 @@ struct meta_opts {
                                    delete tracker off: its CompactRange flushes the memtable),
                                    so every acknowledged write replays from the Raft log after
                                    kill -9 */
+    const struct meta_orphan_opts *orphan; /* the orphan collector (meta/orphan.h); NULL: the
+                                   MG_ORPHAN_PERIOD_MS / MG_ORPHAN_GRACE_MS environment (test
+                                   knobs), else its defaults */
 };
 
 struct meta_store;
+struct meta_orphan_opts;
 
 /* Open the embedded single-shard store. errmsg (>= 256 bytes). Returns 0, MG_EIO, MG_ECORRUPT. */
 int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char *errmsg);

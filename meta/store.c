@@ -290,7 +290,7 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
     }
     if ((rv = meta__rt_start(ms, errmsg)) != 0)
         goto err_after_blobs;
-    meta_orphan_start(ms, NULL); /* after the log replay: intents and index are complete */
+    meta_orphan_start(ms, opts->orphan); /* after the log replay: intents and index are complete */
     mg_log(MG_LOG_INFO, "event=meta_open dir=%s rocksdb_wal=off inline_max=%u", ms->data_dir,
            opts->inline_max_bytes);
     *out = ms;

@@ -60,6 +60,26 @@ static void test_full(void **state)
     assert_int_equal(c.listen_port, 9000);
     assert_string_equal(c.region, "us-east-1");
     assert_null(c.domain);
+    assert_false(c.scrub_set);
+    assert_true(c.scrub_enabled);
+    assert_false(c.meta_orphan_set);
+    assert_int_equal(c.meta_orphan_period_s, 300);
+    assert_int_equal(c.meta_orphan_grace_s, 600);
+    mg_config_close(&c);
+    /* The scrubber and the orphan collector */
+    assert_int_equal(parse("{\"scrub\": {\"enabled\": false, \"bytes_per_second\": 1048576, "
+                           "\"delay_seconds\": 0, \"period_seconds\": 3600}, \"meta\": "
+                           "{\"orphan_period_seconds\": 0, \"orphan_grace_seconds\": 60}}",
+                           &c, e),
+                     0);
+    assert_true(c.scrub_set);
+    assert_false(c.scrub_enabled);
+    assert_int_equal(c.scrub_bytes_per_second, 1048576);
+    assert_int_equal(c.scrub_delay_s, 0);
+    assert_int_equal(c.scrub_period_s, 3600);
+    assert_true(c.meta_orphan_set);
+    assert_int_equal(c.meta_orphan_period_s, 0);
+    assert_int_equal(c.meta_orphan_grace_s, 60);
     mg_config_close(&c);
 }
 
@@ -102,6 +122,13 @@ static void test_errors_name_the_key(void **state)
         {"{\"threads\": \"4\"}", "\"threads\""},
         {"{\"inline_max_bytes\": 99999999}", "\"inline_max_bytes\""},
         {"{\"log_level\": \"verbose\"}", "\"log_level\""},
+        {"{\"scrub\": {\"enabled\": 1}}", "\"scrub.enabled\""},
+        {"{\"scrub\": {\"bytes_per_second\": 0}}", "\"scrub.bytes_per_second\""},
+        {"{\"scrub\": {\"period_seconds\": 0}}", "\"scrub.period_seconds\""},
+        {"{\"scrub\": {\"rate\": 1}}", "\"scrub.rate\""},
+        {"{\"scrub\": true}", "\"scrub\""},
+        {"{\"meta\": {\"orphan_grace_seconds\": -1}}", "\"meta.orphan_grace_seconds\""},
+        {"{\"meta\": {\"orphan_period_seconds\": 9999999}}", "\"meta.orphan_period_seconds\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct mg_config c;
