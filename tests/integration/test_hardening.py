@@ -313,7 +313,9 @@ class BodyBeforeAuth(S3TestCase):
     def setUp(self):
         self.workdir = tempfile.mkdtemp(prefix="mg-bba-", dir=mgtest.TMP)
         self.addCleanup(shutil.rmtree, self.workdir, True)
-        self.server = mgserver.Server(os.environ["MG_BIN"], self.workdir).start()
+        self.server = mgserver.Server(
+            os.environ["MG_BIN"], self.workdir,
+            users=[mgserver.make_user("main"), mgserver.make_user("other")]).start()
         self.addCleanup(self.server.stop)
         u = self.server.users[0]
         self.raw = s3raw.Client(self.server.endpoint, u["access_key"], u["secret_key"])
@@ -440,12 +442,13 @@ class BodyBeforeAuth(S3TestCase):
         self.assertEqual(results, [b"HTTP/1.1 200 OK"] * n)
         self.assertLess(after, self.RSS_MAX_KIB, "RssAnon %d KiB after" % after)
 
-    def expect_put(self, path, size, secret=None):
+    def expect_put(self, path, size, secret=None, access_key=None):
         """Sends a PUT head with Expect: 100-continue, signed with secret unless it is None
         (Expect itself unsigned, as botocore sends it); returns the socket."""
         h = {"Host": self.raw.hostport, "Content-Length": str(size)}
         if secret is not None:
-            s3raw.sign_v4("PUT", path, [], h, "UNSIGNED-PAYLOAD", self.raw.access_key, secret)
+            s3raw.sign_v4("PUT", path, [], h, "UNSIGNED-PAYLOAD",
+                          access_key or self.raw.access_key, secret)
         h["Expect"] = "100-continue"
         sock = socket.create_connection(("127.0.0.1", self.server.port))
         self.addCleanup(sock.close)
@@ -482,6 +485,25 @@ class BodyBeforeAuth(S3TestCase):
         data = self.refusal(self.expect_put("/nobucket/k", 8 << 20, self.raw.secret))
         self.assertTrue(data.startswith(b"HTTP/1.1 404"), data[:300])
         self.assertIn(b"<Code>NoSuchBucket</Code>", data)
+
+    def test_other_user_refused_from_head(self):
+        other = self.server.users[1]
+        sock = self.expect_put("/priv/other", 8 << 20, other["secret_key"],
+                               other["access_key"])
+        data = self.refusal(sock)
+        self.assertTrue(data.startswith(b"HTTP/1.1 403"), data[:300])
+        self.assertIn(b"<Code>AccessDenied</Code>", data)
+
+    def test_public_read_write_anonymous_gets_100(self):
+        r = self.raw.request("PUT", "/pub", headers={"x-amz-acl": "public-read-write"})
+        self.assertEqual(r.status, 200, repr(r))
+        body = payload(1 << 20, 6)
+        sock = self.expect_put("/pub/anon", len(body))
+        got = sock.recv(65536)
+        self.assertTrue(got.startswith(b"HTTP/1.1 100"), got[:300])
+        sock.sendall(body)
+        got = sock.recv(65536)
+        self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:300])
 
     def test_expect_100_continue_authorized_gets_100(self):
         body = payload(1 << 20, 5)
