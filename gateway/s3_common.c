@@ -176,24 +176,37 @@ static struct mg_str *obj_field(struct meta_object *o, size_t i)
     return (struct mg_str *)(void *)((char *)o + std_headers[i].field);
 }
 
-/* Content-Encoding without the aws-chunked token (it only frames the upload). */
+/* Content-Encoding without the aws-chunked token (it only frames the upload). The rest is kept
+ * byte for byte, as S3 stores it: each kept token keeps the separator written before it, and
+ * a value without aws-chunked is returned unchanged ("gzip, br" stays "gzip, br"). */
 static struct mg_str strip_aws_chunked(struct gw_request *r, struct mg_str v)
 {
     char *out = mg_arena_alloc(&r->arena, v.len + 1);
-    size_t i, start = 0, n = 0;
+    size_t i, start = 0, n = 0, prev_end = 0;
+    int removed = 0;
     for (i = 0; i <= v.len; i++) {
         struct mg_str t;
         if (i < v.len && v.base[i] != ',')
             continue;
         t = gw__s3_trim((struct mg_str){v.base + start, i - start});
         start = i + 1;
-        if (t.len == 0 || (t.len == 11 && strncasecmp(t.base, "aws-chunked", 11) == 0))
+        if (t.len == 11 && strncasecmp(t.base, "aws-chunked", 11) == 0) {
+            removed = 1;
+            prev_end = (size_t)(t.base - v.base) + t.len;
             continue;
-        if (n > 0)
-            out[n++] = ',';
+        }
+        if (t.len == 0)
+            continue;
+        if (n > 0) { /* the separator as written between this token and the one before it */
+            memcpy(out + n, v.base + prev_end, (size_t)(t.base - v.base) - prev_end);
+            n += (size_t)(t.base - v.base) - prev_end;
+        }
         memcpy(out + n, t.base, t.len);
         n += t.len;
+        prev_end = (size_t)(t.base - v.base) + t.len;
     }
+    if (!removed)
+        return v;
     out[n] = '\0';
     return (struct mg_str){out, n};
 }
