@@ -198,6 +198,11 @@ int gw__s3_object_from_headers(struct gw_request *r, struct meta_object *o);
 /* Response headers of a GET/HEAD/PUT: Last-Modified, ETag, Content-* (with response-*
  * overrides when allowed), x-amz-meta-*, x-amz-tagging-count. */
 void gw__s3_object_headers(struct gw_request *r, const struct meta_object *o);
+/* x-amz-expiration on PUT, COPY, CompleteMultipartUpload, HEAD and GET when an enabled
+ * Expiration rule of b selects o (its key is r->key; tags and size from o) written at
+ * mtime_ms (s3_object.c). */
+void gw__s3_expiration_header(struct gw_request *r, const struct meta_bucket *b,
+                              const struct meta_object *o, int64_t mtime_ms);
 /* x-amz-copy-source: "[/]bucket/key[?versionId=...]", url-encoded. MG_EINVALIDARGUMENT. */
 int gw__s3_copy_source(struct gw_request *r, struct mg_str *bucket, struct mg_str *key);
 /* x-amz-copy-source-if-* against src; any failure is MG_EPRECONDITION. */

@@ -319,20 +319,20 @@ static void on_complete_done(struct gw_request *r, struct meta_op *op, void *arg
 
 void gw__s3_mpu_complete(struct gw_request *r)
 {
-    struct meta_bucket b;
+    struct meta_bucket *b = mg_arena_alloc(&r->arena, sizeof(*b));
     struct meta_part *parts;
     struct mg_str id, body;
     size_t n;
     int rv;
-    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 || (rv = upload_id(r, &id)) != 0 ||
+    if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, b)) != 0 || (rv = upload_id(r, &id)) != 0 ||
         (rv = gw_body_read_all(r, GW_S3_XML_LARGE_MAX, &body)) != 0 ||
         (rv = gw_xml_parse_complete(body, &r->arena, &parts, &n, r->errmsg)) != 0)
         goto fail;
-    struct meta_op *op = gw__s3_op(r, META_OP_MPU_COMPLETE, &b);
+    struct meta_op *op = gw__s3_op(r, META_OP_MPU_COMPLETE, b);
     op->in.upload_id = id;
     op->in.parts = parts;
     op->in.nparts = n;
-    gw__s3_submit(r, op, on_complete_done, NULL);
+    gw__s3_submit(r, op, on_complete_done, b);
     return;
 fail:
     gw__s3_fail(r, rv, NULL);
@@ -341,12 +341,13 @@ fail:
 static void on_complete_done(struct gw_request *r, struct meta_op *op, void *arg)
 {
     const struct meta_object *out = &op->out.object;
+    const struct meta_bucket *b = arg;
     struct mg_buf x, loc;
-    (void)arg;
     if (op->status != 0) {
         gw__s3_fail(r, op->status, NULL);
         return;
     }
+    gw__s3_expiration_header(r, b, out, out->mtime_ms);
     mg_buf_init(&loc);
     object_location(r, &loc);
     mg_buf_init(&x);

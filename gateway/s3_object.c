@@ -80,10 +80,9 @@ static struct lc_cache_slot *lc_cache_get(const struct meta_bucket *b)
     return victim;
 }
 
-/* x-amz-expiration on PUT, HEAD and GET when an enabled Expiration rule of b selects o
- * (written at mtime_ms): "expiry-date=..., rule-id=..." (PutObject, HeadObject; the date is
- * rounded to the next midnight UTC, lifecycle/lifecycle.h lc_expiration_header). */
-static void expiration_header(struct gw_request *r, const struct meta_bucket *b,
+/* s3.h. "expiry-date=..., rule-id=..." (PutObject, HeadObject; the date is rounded to the next
+ * midnight UTC, lifecycle/lifecycle.h lc_expiration_header). */
+void gw__s3_expiration_header(struct gw_request *r, const struct meta_bucket *b,
                               const struct meta_object *o, int64_t mtime_ms)
 {
     if (b->lifecycle_bin.len == 0)
@@ -150,7 +149,7 @@ static void on_put_done(struct gw_request *r, struct meta_op *op, void *arg)
     }
     gw_header_addf(r, "etag", "\"%.*s\"", (int)c->o.etag.len, c->o.etag.base);
     gw__s3_checksum_header(r, c->o.cksum_algo, c->o.cksum_value);
-    expiration_header(r, &c->b, &c->o, op->out.object.mtime_ms);
+    gw__s3_expiration_header(r, &c->b, &c->o, op->out.object.mtime_ms);
     gw__s3_respond_empty(r, 200);
 }
 
@@ -327,7 +326,7 @@ void gw__s3_get_object(struct gw_request *r)
     if ((rv = plan_get(r, &o, &plan)) != 0)
         goto fail;
     gw__s3_object_headers(r, &o);
-    expiration_header(r, &b, &o, o.mtime_ms);
+    gw__s3_expiration_header(r, &b, &o, o.mtime_ms);
     if (plan.status == 206 && plan.len > 0)
         gw_header_addf(r, "content-range", "bytes %llu-%llu/%llu",
                        (unsigned long long)plan.off,
@@ -488,6 +487,7 @@ static int copy_dest(struct gw_request *r, const struct meta_object *src, int se
  * on a worker. */
 struct copy_ctx {
     struct mg_str sbucket, skey;
+    struct meta_bucket b; /* the destination's: its lifecycle rules name x-amz-expiration */
     struct meta_object dst, out;
 };
 
@@ -506,19 +506,22 @@ static void on_copy_after(struct gw_request *r, void *arg, int rv)
         gw__s3_fail(r, rv, NULL);
         return;
     }
+    /* The copy is a new object: the rules see its key, tags and size at its mtime. */
+    c->dst.size = c->out.size;
+    gw__s3_expiration_header(r, &c->b, &c->dst, c->out.mtime_ms);
     gw__s3_respond_copy(r, "CopyObjectResult", c->out.mtime_ms, c->out.etag, c->out.cksum_algo,
                         c->out.cksum_value);
 }
 
 void gw__s3_copy_object(struct gw_request *r)
 {
-    struct meta_bucket b, sb;
+    struct meta_bucket sb;
     struct meta_object src;
     struct copy_ctx *c = mg_arena_alloc(&r->arena, sizeof(*c));
     int rv;
     memset(c, 0, sizeof(*c));
     if ((rv = gw__s3_copy_source(r, &c->sbucket, &c->skey)) != 0 ||
-        (rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &b)) != 0 ||
+        (rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &c->b)) != 0 ||
         (rv = gw__s3_object_load(r, c->sbucket, c->skey, &sb, &src)) != 0 ||
         (rv = gw__s3_copy_source_cond(r, &src)) != 0)
         goto fail;

@@ -81,5 +81,48 @@ class ContentEncodingList(Base):
         self.assertEqual(h["ContentLength"], len(data))
 
 
+class ExpirationHeader(Base):
+    """M14: x-amz-expiration on CopyObject and CompleteMultipartUpload too (the
+    Expiration member of their outputs), for the rule that selects the new object."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.s3.put_bucket_lifecycle_configuration(
+            Bucket=cls.bucket, LifecycleConfiguration={"Rules": [
+                {"ID": "r1", "Status": "Enabled", "Filter": {"Prefix": "exp/"},
+                 "Expiration": {"Days": 1}}]})
+        cls.s3.put_object(Bucket=cls.bucket, Key="src", Body=b"source")
+
+    def assertExpires(self, value):
+        self.assertIsNotNone(value)
+        self.assertRegex(value, r'^expiry-date="[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} '
+                                r'00:00:00 GMT", rule-id="r1"$')
+
+    def test_copy_object(self):
+        r = self.s3.copy_object(Bucket=self.bucket, Key="exp/c",
+                                CopySource={"Bucket": self.bucket, "Key": "src"})
+        self.assertExpires(r.get("Expiration"))
+        self.assertEqual(r.get("Expiration"),
+                         self.s3.head_object(Bucket=self.bucket, Key="exp/c").get("Expiration"))
+        r = self.s3.copy_object(Bucket=self.bucket, Key="keep/c",
+                                CopySource={"Bucket": self.bucket, "Key": "src"})
+        self.assertNotIn("Expiration", r)
+
+    def test_complete_multipart_upload(self):
+        u, parts = self.upload("exp/m")
+        r = self.s3.complete_multipart_upload(
+            Bucket=self.bucket, Key="exp/m", UploadId=u,
+            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in parts]})
+        self.assertExpires(r.get("Expiration"))
+        self.assertEqual(r.get("Expiration"),
+                         self.s3.head_object(Bucket=self.bucket, Key="exp/m").get("Expiration"))
+        u, parts = self.upload("keep/m")
+        r = self.s3.complete_multipart_upload(
+            Bucket=self.bucket, Key="keep/m", UploadId=u,
+            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in parts]})
+        self.assertNotIn("Expiration", r)
+
+
 if __name__ == "__main__":
     mgtest.main()
