@@ -195,6 +195,9 @@ void gw__s3_xml_owner(struct mg_buf *b, const char *elem, struct mg_str owner);
  * NotImplemented. Key and owner are set from r (MG_EKEYTOOLONG past META_KEY_MAX). Returns 0
  * or an error with r->errmsg set. */
 int gw__s3_object_from_headers(struct gw_request *r, struct meta_object *o);
+/* If-None-Match: * and If-Match of a conditional write (PutObject, CompleteMultipartUpload);
+ * other If-None-Match values are MG_ENOTIMPLEMENTED, as in S3. If-Match is kept unquoted. */
+int gw__s3_put_cond(struct gw_request *r, struct meta_put_cond *cond);
 /* Response headers of a GET/HEAD/PUT: Last-Modified, ETag, Content-* (with response-*
  * overrides when allowed), x-amz-meta-*, x-amz-tagging-count. */
 void gw__s3_object_headers(struct gw_request *r, const struct meta_object *o);

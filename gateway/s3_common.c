@@ -301,6 +301,28 @@ int gw__s3_object_from_headers(struct gw_request *r, struct meta_object *o)
     return 0;
 }
 
+/* s3.h */
+int gw__s3_put_cond(struct gw_request *r, struct meta_put_cond *cond)
+{
+    struct mg_str v;
+    memset(cond, 0, sizeof(*cond));
+    if (gw_header(r, "if-none-match", &v)) {
+        if (!(v.len == 1 && v.base[0] == '*')) {
+            snprintf(r->errmsg, sizeof(r->errmsg), "If-None-Match only supports *");
+            return MG_ENOTIMPLEMENTED;
+        }
+        cond->if_none_match_any = 1;
+    }
+    if (gw_header(r, "if-match", &v)) {
+        while (v.len > 0 && (v.base[0] == ' ' || v.base[0] == '"'))
+            v.base++, v.len--;
+        while (v.len > 0 && (v.base[v.len - 1] == ' ' || v.base[v.len - 1] == '"'))
+            v.len--;
+        cond->if_match = v;
+    }
+    return 0;
+}
+
 void gw__s3_object_headers(struct gw_request *r, const struct meta_object *o)
 {
     char date[30];

@@ -315,18 +315,46 @@ static void object_location(struct gw_request *r, struct mg_buf *loc)
     mg_uri_encode(r->key, 1, loc);
 }
 
+/* If-None-Match: * and If-Match on CompleteMultipartUpload (conditional writes, which
+ * boto3 >= 1.36 sends): the key must not exist, or must hold an object with that ETag
+ * (NoSuchKey when it does not exist). A key that holds what this upload completed is a
+ * retried complete, which meta answers 200. Evaluated against the current entry before the
+ * op is submitted, so it is not atomic with the commit: a PUT that lands between the two is
+ * overwritten (meta_mpu_complete takes no meta_put_cond yet). The upload stays in place. */
+static int complete_cond(struct gw_request *r, const struct meta_put_cond *cond,
+                         struct mg_str id)
+{
+    struct meta_object cur;
+    int rv;
+    if (!cond->if_none_match_any && cond->if_match.len == 0)
+        return 0;
+    rv = meta_object_get(r->ms, r->bucket, r->key, &r->arena, &cur);
+    if (rv == MG_ENOSUCHKEY)
+        return cond->if_match.len > 0 ? MG_ENOSUCHKEY : 0;
+    if (rv != 0)
+        return rv;
+    if (gw__s3_str_eq(cur.upload_id, id))
+        return 0;
+    if (cond->if_none_match_any || !gw__s3_str_eq(cur.etag, cond->if_match))
+        return MG_EPRECONDITION;
+    return 0;
+}
+
 static void on_complete_done(struct gw_request *r, struct meta_op *op, void *arg);
 
 void gw__s3_mpu_complete(struct gw_request *r)
 {
     struct meta_bucket *b = mg_arena_alloc(&r->arena, sizeof(*b));
+    struct meta_put_cond cond;
     struct meta_part *parts;
     struct mg_str id, body;
     size_t n;
     int rv;
     if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, b)) != 0 || (rv = upload_id(r, &id)) != 0 ||
+        (rv = gw__s3_put_cond(r, &cond)) != 0 ||
         (rv = gw_body_read_all(r, GW_S3_XML_LARGE_MAX, &body)) != 0 ||
-        (rv = gw_xml_parse_complete(body, &r->arena, &parts, &n, r->errmsg)) != 0)
+        (rv = gw_xml_parse_complete(body, &r->arena, &parts, &n, r->errmsg)) != 0 ||
+        (rv = complete_cond(r, &cond, id)) != 0)
         goto fail;
     struct meta_op *op = gw__s3_op(r, META_OP_MPU_COMPLETE, b);
     op->in.upload_id = id;

@@ -108,29 +108,6 @@ void gw__s3_expiration_header(struct gw_request *r, const struct meta_bucket *b,
 
 /* ------------------------------------------------------------------------ PUT */
 
-/* If-None-Match: * and If-Match on PUT (conditional writes). Other If-None-Match values are
- * NotImplemented, as in S3. */
-static int put_cond(struct gw_request *r, struct meta_put_cond *cond)
-{
-    struct mg_str v;
-    memset(cond, 0, sizeof(*cond));
-    if (gw_header(r, "if-none-match", &v)) {
-        if (!(v.len == 1 && v.base[0] == '*')) {
-            snprintf(r->errmsg, sizeof(r->errmsg), "If-None-Match on PUT only supports *");
-            return MG_ENOTIMPLEMENTED;
-        }
-        cond->if_none_match_any = 1;
-    }
-    if (gw_header(r, "if-match", &v)) {
-        while (v.len > 0 && (v.base[0] == ' ' || v.base[0] == '"'))
-            v.base++, v.len--;
-        while (v.len > 0 && (v.base[v.len - 1] == ' ' || v.base[v.len - 1] == '"'))
-            v.len--;
-        cond->if_match = v;
-    }
-    return 0;
-}
-
 /* PutObject in three steps: checks on the loop; the body into the blob store (on a worker
  * unless it stays inline); the OBJECT_PUT op, answered from its done callback. */
 struct put_ctx {
@@ -179,7 +156,8 @@ void gw__s3_put_object(struct gw_request *r)
     int rv;
     memset(c, 0, sizeof(*c));
     if ((rv = gw__s3_bucket_load(r, GW_PERM_WRITE, &c->b)) != 0 ||
-        (rv = gw__s3_object_from_headers(r, &c->o)) != 0 || (rv = put_cond(r, &c->cond)) != 0) {
+        (rv = gw__s3_object_from_headers(r, &c->o)) != 0 ||
+        (rv = gw__s3_put_cond(r, &c->cond)) != 0) {
         gw__s3_fail(r, rv, NULL);
         return;
     }

@@ -124,5 +124,67 @@ class ExpirationHeader(Base):
         self.assertNotIn("Expiration", r)
 
 
+class CompleteConditional(Base):
+    """M7: CompleteMultipartUpload honours If-None-Match: * and If-Match (conditional
+    writes, CompleteMultipartUpload API reference): 412 PreconditionFailed, or 404
+    NoSuchKey for If-Match on a missing key; the upload stays and can still complete."""
+
+    def assertParts(self, key, u, n):
+        got = self.s3.list_parts(Bucket=self.bucket, Key=key, UploadId=u).get("Parts", [])
+        self.assertEqual(len(got), n)
+
+    def test_if_none_match_existing_key(self):
+        self.s3.put_object(Bucket=self.bucket, Key="c1", Body=b"old")
+        u, parts = self.upload("c1")
+        r = self.complete("c1", u, parts, {"If-None-Match": "*"})
+        self.assertEqual((r.status, r.code), (412, "PreconditionFailed"), repr(r))
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="c1")["Body"].read(),
+                         b"old")
+        self.assertParts("c1", u, 1)
+        r = self.complete("c1", u, parts)
+        self.assertEqual(r.status, 200, repr(r))
+
+    def test_if_none_match_new_key_and_retry(self):
+        u, parts = self.upload("c2")
+        r = self.complete("c2", u, parts, {"If-None-Match": "*"})
+        self.assertEqual(r.status, 200, repr(r))
+        # A retry of the same complete (its answer lost) finds what it wrote: still 200.
+        r = self.complete("c2", u, parts, {"If-None-Match": "*"})
+        self.assertEqual(r.status, 200, repr(r))
+
+    def test_if_none_match_other_values(self):
+        u, parts = self.upload("c3")
+        r = self.complete("c3", u, parts, {"If-None-Match": '"abc"'})
+        self.assertEqual((r.status, r.code), (501, "NotImplemented"), repr(r))
+
+    def test_if_match(self):
+        etag = self.s3.put_object(Bucket=self.bucket, Key="c4", Body=b"old")["ETag"]
+        u, parts = self.upload("c4")
+        r = self.complete("c4", u, parts, {"If-Match": '"0123456789abcdef0123456789abcdef"'})
+        self.assertEqual((r.status, r.code), (412, "PreconditionFailed"), repr(r))
+        self.assertParts("c4", u, 1)
+        r = self.complete("c4", u, parts, {"If-Match": etag})
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="c4")["Body"].read(),
+                         b"part one")
+
+    def test_if_match_missing_key(self):
+        u, parts = self.upload("c5")
+        r = self.complete("c5", u, parts, {"If-Match": '"0123456789abcdef0123456789abcdef"'})
+        self.assertEqual((r.status, r.code), (404, "NoSuchKey"), repr(r))
+        self.assertParts("c5", u, 1)
+
+    def test_boto3_if_none_match(self):
+        if mgtest.boto3_version() < (1, 36):
+            self.skipTest("boto3 %s has no IfNoneMatch on CompleteMultipartUpload"
+                          % ".".join(map(str, mgtest.boto3_version())))
+        self.s3.put_object(Bucket=self.bucket, Key="c6", Body=b"old")
+        u, parts = self.upload("c6")
+        self.assertS3Error("PreconditionFailed", 412, self.s3.complete_multipart_upload,
+                           Bucket=self.bucket, Key="c6", UploadId=u, IfNoneMatch="*",
+                           MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e}
+                                                      for n, e in parts]})
+
+
 if __name__ == "__main__":
     mgtest.main()
