@@ -186,5 +186,72 @@ class CompleteConditional(Base):
                                                       for n, e in parts]})
 
 
+class ChecksumType(Base):
+    """M18 (the part in the handlers): multipart checksums are COMPOSITE and say so:
+    x-amz-checksum-type on CreateMultipartUpload, <ChecksumType> in
+    CompleteMultipartUploadResult (boto3 >= 1.36 reads it); FULL_OBJECT is refused,
+    never stored as COMPOSITE."""
+
+    def create(self, key, headers):
+        r = self.raw.request("POST", self.path(key), query=[("uploads", "")], headers=headers)
+        return r
+
+    def test_composite_sha256(self):
+        r = self.create("k1", {"x-amz-checksum-algorithm": "SHA256"})
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertEqual(r.headers.get("x-amz-checksum-algorithm"), "SHA256")
+        self.assertEqual(r.headers.get("x-amz-checksum-type"), "COMPOSITE")
+        u = xml_text(r.body, "UploadId")
+        data = payload(1000)
+        digest = hashlib.sha256(data).digest()
+        e = self.s3.upload_part(Bucket=self.bucket, Key="k1", UploadId=u, PartNumber=1,
+                                Body=data, ChecksumSHA256=base64.b64encode(digest).decode())
+        r = self.complete("k1", u, [(1, e["ETag"])])
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertEqual(xml_text(r.body, "ChecksumSHA256"),
+                         base64.b64encode(hashlib.sha256(digest).digest()).decode() + "-1")
+        self.assertEqual(xml_text(r.body, "ChecksumType"), "COMPOSITE")
+
+    def test_no_checksum_no_type(self):
+        r = self.create("k2", {})
+        self.assertNotIn("x-amz-checksum-type", r.headers)
+        u = xml_text(r.body, "UploadId")
+        e = self.s3.upload_part(Bucket=self.bucket, Key="k2", UploadId=u, PartNumber=1,
+                                Body=b"abc")["ETag"]
+        r = self.complete("k2", u, [(1, e)])
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertIsNone(xml_text(r.body, "ChecksumType"))
+
+    def test_full_object_refused(self):
+        r = self.create("k3", {"x-amz-checksum-algorithm": "SHA256",
+                               "x-amz-checksum-type": "FULL_OBJECT"})
+        self.assertEqual((r.status, r.code), (400, "InvalidRequest"), repr(r))
+        r = self.create("k3", {"x-amz-checksum-algorithm": "CRC32",
+                               "x-amz-checksum-type": "FULL_OBJECT"})
+        self.assertEqual((r.status, r.code), (501, "NotImplemented"), repr(r))
+        r = self.create("k3", {"x-amz-checksum-algorithm": "CRC32",
+                               "x-amz-checksum-type": "BOGUS"})
+        self.assertEqual((r.status, r.code), (400, "InvalidArgument"), repr(r))
+        r = self.create("k3", {"x-amz-checksum-algorithm": "CRC32",
+                               "x-amz-checksum-type": "COMPOSITE"})
+        self.assertEqual(r.status, 200, repr(r))
+
+    def test_boto3_reads_checksum_type(self):
+        if mgtest.boto3_version() < (1, 36):
+            self.skipTest("boto3 %s does not parse ChecksumType"
+                          % ".".join(map(str, mgtest.boto3_version())))
+        u = self.s3.create_multipart_upload(Bucket=self.bucket, Key="k4",
+                                            ChecksumAlgorithm="CRC32")
+        self.assertEqual(u.get("ChecksumType"), "COMPOSITE")
+        p = self.s3.upload_part(Bucket=self.bucket, Key="k4", UploadId=u["UploadId"],
+                                PartNumber=1, Body=b"abc", ChecksumAlgorithm="CRC32")
+        r = self.s3.complete_multipart_upload(
+            Bucket=self.bucket, Key="k4", UploadId=u["UploadId"],
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p["ETag"],
+                                        "ChecksumCRC32": p["ChecksumCRC32"]}]})
+        self.assertEqual(r.get("ChecksumType"), "COMPOSITE")
+        self.assertTrue(r.get("ChecksumCRC32", "").endswith("-1"), r)
+
+
 if __name__ == "__main__":
     mgtest.main()
