@@ -202,6 +202,7 @@ struct conn_list {
     int shedding;         /* shut down, not yet closed by h2o */
     uv_timer_t sweep;     /* progress timeouts, every SWEEP_MS (conn_sweep) */
     uint64_t idle_ms;     /* no read/write progress for this long closes (IO_IDLE_MS) */
+    int unjudged;         /* connections reading a small body head_check did not judge */
 };
 
 struct conn {
@@ -214,6 +215,7 @@ struct conn {
     uint64_t timed_out_ms; /* when conn_sweep answered RequestTimeout, else 0 */
     h2o_socket_cb h2o_read;        /* h2o's read callback, which on_conn_read wraps */
     int head_checked;              /* the current request's head went through head_check */
+    int unjudged;                  /* counted in list->unjudged (a small body, not judged) */
     struct head_refusal *refusal;  /* the answer on_req gives the current request, or NULL */
 };
 
@@ -245,13 +247,18 @@ struct conn {
  * close. What the server holds of a refused body is at most the reads that completed the
  * head (64 KiB each); what the client still sends is never read (h2o closes after the
  * answer; the kernel resets the rest). Bodies below HEAD_CHECK_MIN_BODY are read as before
- * (a request head is judged twice only when it carries a large body). Requests h2o finds
+ * (a request head is judged twice only when it carries a large body), UNJUDGED_PER_LOOP of
+ * them at a time. Requests h2o finds
  * already buffered behind a previous one (pipelining) are judged when h2o restarts reading
  * (h2o_socket_read_start, before its own handle_incoming_request). */
 
 #define HEAD_MAX 8192         /* h2o 2.2.5 H2O_MAX_REQLEN: h2o answers 400 to longer heads */
 #define HEAD_HEADERS_MAX 100  /* H2O_MAX_HEADERS */
 #define HEAD_CHECK_MIN_BODY (64u << 10)
+/* Small bodies still on their way that a loop reads without judging their head first; past
+ * this, a flood of slow small bodies is judged from the head too. With HEAD_CHECK_MIN_BODY,
+ * a loop holds at most 16 MiB (plus a read each) for requests not yet authorized. */
+#define UNJUDGED_PER_LOOP 256
 
 /* Requests refused from their head, and the body bytes they announced that were never read
  * (process-wide; /metrics reads them through gw__head_refusals). */
@@ -433,8 +440,15 @@ static void head_check(struct conn *c, h2o_socket_t *sock)
         }
     }
     if (!chunked && !expect &&
-        (content_length == SIZE_MAX || content_length < HEAD_CHECK_MIN_BODY))
-        return;
+        (content_length == SIZE_MAX || content_length < HEAD_CHECK_MIN_BODY)) {
+        if (content_length == SIZE_MAX || sock->input->size - hd.len >= content_length)
+            return; /* no body, or all of it is here: on_req runs now */
+        if (c->list->unjudged < UNJUDGED_PER_LOOP) {
+            c->unjudged = 1;
+            c->list->unjudged++;
+            return;
+        }
+    }
     struct head_refusal f;
     if (current_loop == NULL ||
         head_authorize(current_loop->srv, &hd, content_length, chunked, &f) == 0)
@@ -511,6 +525,8 @@ static int head_refusal_answer(struct gw_request *r)
     if (c == NULL)
         return 0;
     c->head_checked = 0;
+    c->list->unjudged -= c->unjudged;
+    c->unjudged = 0;
     struct head_refusal *f = c->refusal;
     if (f == NULL)
         return 0;
@@ -611,6 +627,7 @@ static struct conn_list *conn_list_of(struct gw__loop *l)
         struct conn_list *cl = h2o_mem_alloc(sizeof(*cl));
         h2o_linklist_init_anchor(&cl->conns);
         cl->shedding = 0;
+        cl->unjudged = 0;
         const char *env = getenv("MG_IO_IDLE_TIMEOUT_MS");
         cl->idle_ms = env != NULL && atoll(env) > 0 ? (uint64_t)atoll(env) : IO_IDLE_MS;
         uv_timer_init(&l->loop, &cl->sweep);
@@ -650,6 +667,7 @@ static void on_conn_close(uv_handle_t *h)
     if (h2o_linklist_is_linked(&c->link))
         h2o_linklist_unlink(&c->link);
     c->list->shedding -= c->shed;
+    c->list->unjudged -= c->unjudged;
     free(c->refusal);
     free(c);
     if (!l->stopping && uv_is_active((uv_handle_t *)&l->stop_timer))
@@ -769,6 +787,7 @@ static void accept_one(struct gw__loop *l, uv_stream_t *listener, int resumed)
     c->link = (h2o_linklist_t){NULL, NULL};
     c->h2o_read = NULL;
     c->head_checked = 0;
+    c->unjudged = 0;
     c->refusal = NULL;
     h2o_linklist_insert(&cl->conns, &c->link);
     sock->on_close.cb = on_sock_close; /* before h2o_accept starts reading: head_check */

@@ -384,10 +384,8 @@ class BodyBeforeAuth(S3TestCase):
         self.assertLess(peak, self.RSS_MAX_KIB, "RssAnon peaked at %d KiB" % peak)
         self.assertLess(after, self.RSS_MAX_KIB, "RssAnon %d KiB after" % after)
         self.assertEqual(left, [])
-        metrics = self.raw.request("GET", "/metrics", sign=False).body.decode()
-        refused = [l for l in metrics.splitlines()
-                   if l.startswith("metagate_http_requests_refused_from_head_total ")]
-        self.assertEqual(refused, ["metagate_http_requests_refused_from_head_total %d" % self.N])
+        self.assertEqual(self.metric_values()["metagate_http_requests_refused_from_head_total"],
+                         str(self.N))
 
     def test_anonymous_200mib_put_not_spilled(self):
         """Above h2o's 32 MiB buffer threshold a body goes to an unlinked spill file in
@@ -412,6 +410,35 @@ class BodyBeforeAuth(S3TestCase):
             watcher.join()
         self.assertIn(b" 403 ", (results[0] or b"") + b" ", results)
         self.assertEqual(spilled, [])
+
+    def metric_values(self):
+        text = self.raw.request("GET", "/metrics", sign=False).body.decode()
+        return dict(l.split(" ", 1) for l in text.splitlines() if l and not l.startswith("#"))
+
+    def test_slow_small_bodies_judged_past_budget(self):
+        """Bodies under 64 KiB are read before their head is judged, but only 256 at a time
+        per loop: a flood of slow small anonymous bodies is refused from the head past that
+        (each would otherwise hold its buffer until the body completes)."""
+        import select
+        loops = int(self.metric_values()["metagate_loops"])
+        n = 256 * loops + 200
+        socks = []
+        self.addCleanup(lambda: [s.close() for s in socks])
+        for i in range(n):
+            s = socket.create_connection(("127.0.0.1", self.server.port))
+            s.sendall(raw_head("PUT", "/priv/small%d" % i, {
+                "Host": self.raw.hostport, "Content-Length": "60000"}) + b"x" * 1000)
+            socks.append(s)
+        time.sleep(1)
+        refused = int(self.metric_values()["metagate_http_requests_refused_from_head_total"])
+        answered = select.select(socks, [], [], 0)[0]
+        print("# BodyBeforeAuth: %d slow 60,000-byte anonymous PUTs on %d loops: %d refused "
+              "from the head" % (n, loops, refused), flush=True)
+        self.assertGreaterEqual(refused, n - 256 * loops)
+        self.assertLess(refused, n)
+        self.assertEqual(len(answered), refused)
+        for s in answered:
+            self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 403"))
 
     def signed_put(self, path, size, results, i):
         h = {"Host": self.raw.hostport, "Content-Length": str(size)}
