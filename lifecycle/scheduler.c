@@ -20,6 +20,7 @@
 
 #define BATCHES_PER_BUCKET 16  /* per pass, so one bucket's backlog cannot starve the others */
 #define UPLOADS_PER_PASS 1000  /* uploads listed per bucket per pass for AbortIncomplete... */
+#define REINDEX_PER_SECOND 1000000 /* default re-index pace: it still yields to foreground load */
 #define BACKOFF_SLEEP_MS 2
 #define BACKOFF_ROUNDS_MAX 100 /* 200 ms: then one batch goes anyway */
 #define UPLOAD_MARKERS 64      /* buckets whose upload listing resumes where it stopped */
@@ -134,48 +135,37 @@ static void note_backlog(struct pass_stats *ps, size_t n, int64_t oldest)
         ps->oldest_due_ms = oldest;
 }
 
-/* Expire what is due in one bucket: up to BATCHES_PER_BUCKET batches, in key order of the due
- * rows (meta_lc_due_scan starts at the persisted cursor). Budget per batch: one scan of up to
- * batch_max rows (a point read of each entry) and one op. */
-static void expire_bucket(struct lc_scheduler *s, const struct meta_bucket *b,
-                          struct pass_stats *ps)
+/* One round of expiry in bucket b: one scan of up to want due rows (granted by the rate
+ * limiter; the scan reads each row's entry) and one expire-batch op over them. Returns the
+ * rows scanned (0: nothing due) or -1 on an error (logged). *oldest: the first row's due
+ * time. */
+static long expire_round(struct lc_scheduler *s, const struct meta_bucket *b, size_t want,
+                         struct meta_expire_item *items, int64_t *oldest)
 {
-    struct meta_expire_item *items = mg_malloc(s->o.batch_max * sizeof(*items));
-    for (int round = 0; round <= BATCHES_PER_BUCKET; round++) {
-        struct mg_arena a;
-        size_t n = 0;
-        int64_t oldest = 0;
-        uint64_t epoch = 0;
-        mg_arena_init(&a);
-        int last = round == BATCHES_PER_BUCKET; /* only measures what is left */
-        size_t want = last ? s->o.batch_max : (yield_to_foreground(s) == 0 ? s->o.batch_max : 0);
-        if (!last && want > 0)
-            want = take(s, &s->rate, want);
-        int rv = want == 0 ? -1
-                           : meta_lc_due_scan(s->ms, b->id, wall_ms(), want, &a, items, &n,
-                                              &oldest, &epoch);
-        if (rv == 0 && (last || n == 0))
-            note_backlog(ps, n, oldest);
-        struct meta_expire_result res = {0};
-        if (rv == 0 && n > 0 && !last)
-            rv = meta_lc_expire_batch(s->ms, b->name, items, n, 0, epoch, &res);
-        mg_arena_close(&a);
-        if (rv != 0 || n == 0 || last) {
-            if (rv > 0)
-                mg_log(MG_LOG_WARN, "event=lifecycle_expire_failed bucket=%.*s err=%s",
-                       (int)b->name.len, b->name.base, mg_err_name(rv));
-            break;
-        }
-        ps->busy = 1;
+    struct mg_arena a;
+    size_t n = 0;
+    uint64_t epoch = 0;
+    struct meta_expire_result res = {0};
+    mg_arena_init(&a);
+    int rv = meta_lc_due_scan(s->ms, b->id, wall_ms(), want, &a, items, &n, oldest, &epoch);
+    if (rv == 0 && n > 0)
+        rv = meta_lc_expire_batch(s->ms, b->name, items, n, 0, epoch, &res);
+    mg_arena_close(&a);
+    if (rv > 0)
+        mg_log(MG_LOG_WARN, "event=lifecycle_expire_failed bucket=%.*s err=%s",
+               (int)b->name.len, b->name.base, mg_err_name(rv));
+    if (rv != 0)
+        return -1;
+    if (n > 0)
         mg_log(MG_LOG_DEBUG, "event=lifecycle_batch bucket=%.*s rows=%zu expired=%u range=%u",
                (int)b->name.len, b->name.base, n, res.expired, res.range_deletes);
-    }
-    mg_free(items);
+    return (long)n;
 }
 
-/* One re-index step when the bucket's walk is behind its rules. */
-static void reindex_bucket(struct lc_scheduler *s, const struct meta_bucket *b,
-                           struct pass_stats *ps)
+/* One step of the bucket's re-index walk when it is behind its rules. Returns 1 when it is
+ * still behind (pending), 0 when it is done, -1 when stopping. */
+static int reindex_round(struct lc_scheduler *s, const struct meta_bucket *b,
+                         struct pass_stats *ps)
 {
     struct mg_arena a;
     struct meta_lc_progress p;
@@ -183,17 +173,65 @@ static void reindex_bucket(struct lc_scheduler *s, const struct meta_bucket *b,
     int rv = meta_lc_progress_get(s->ms, b->id, &a, &p);
     mg_arena_close(&a);
     if (rv != 0 || (p.reindex_gen == b->lc_gen && p.reindex_done))
-        return;
-    ps->reindex_pending++;
-    if (yield_to_foreground(s) != 0)
-        return;
+        return 0;
     size_t n = take(s, &s->reindex, s->o.batch_max);
     struct meta_expire_result res;
-    if (n == 0 || meta_lc_reindex_step(s->ms, b->name, n, &res) != 0)
-        return;
+    if (n == 0)
+        return -1;
+    if (meta_lc_reindex_step(s->ms, b->name, n, &res) != 0)
+        return 1;
     ps->busy |= !res.reindex_busy;
-    if (res.reindex_done)
-        ps->reindex_pending--;
+    return res.reindex_done ? 0 : 1;
+}
+
+/* Work on one bucket: up to BATCHES_PER_BUCKET rounds, each a re-index round while the walk is
+ * behind, then an expiry round over what is due (key order of the due rows, from the
+ * persisted cursor), both yielding to foreground load and paced by their rate limiters. A
+ * last scan only measures what is left (the backlog figure). */
+static void bucket_work(struct lc_scheduler *s, const struct meta_bucket *b, int expire,
+                        struct pass_stats *ps)
+{
+    size_t cap = s->o.batch_max;
+    struct meta_expire_item *items = mg_malloc(cap * sizeof(*items));
+    int reindexing = 1, drained = 0;
+    for (int round = 0; round < BATCHES_PER_BUCKET; round++) {
+        if (yield_to_foreground(s) != 0)
+            break;
+        if (reindexing) {
+            int r = reindex_round(s, b, ps);
+            if (r < 0)
+                break;
+            reindexing = r;
+        }
+        if (!expire) {
+            if (!reindexing)
+                break;
+            continue;
+        }
+        size_t want = take(s, &s->rate, cap);
+        if (want == 0)
+            break;
+        int64_t oldest = 0;
+        long n = expire_round(s, b, want, items, &oldest);
+        if (n < 0)
+            break;
+        drained = (size_t)n < want && !reindexing;
+        ps->busy |= n > 0;
+        if (drained)
+            break;
+    }
+    ps->reindex_pending += reindexing; /* still behind after this pass */
+    if (expire && !drained) { /* what is left, as far as one batch sees */
+        struct mg_arena a;
+        size_t n = 0;
+        int64_t oldest = 0;
+        uint64_t epoch;
+        mg_arena_init(&a);
+        if (meta_lc_due_scan(s->ms, b->id, wall_ms(), cap, &a, items, &n, &oldest, &epoch) == 0)
+            note_backlog(ps, n, oldest);
+        mg_arena_close(&a);
+    }
+    mg_free(items);
 }
 
 static struct upload_marker *marker_of(struct lc_scheduler *s, uint64_t bucket_id)
@@ -260,16 +298,14 @@ static void bucket_pass(struct lc_scheduler *s, const struct meta_bucket *b,
 {
     if (b->lifecycle_bin.len == 0 && b->lc_gen == 0)
         return; /* never had rules */
-    reindex_bucket(s, b, ps);
-    if (b->lifecycle_bin.len == 0)
-        return;
     struct mg_arena a;
     struct lc_config cfg;
     mg_arena_init(&a);
-    if (lc_config_load(b->lifecycle_bin.base, b->lifecycle_bin.len, &a, &cfg) == 0) {
-        expire_bucket(s, b, ps);
+    int loaded = b->lifecycle_bin.len > 0 &&
+                 lc_config_load(b->lifecycle_bin.base, b->lifecycle_bin.len, &a, &cfg) == 0;
+    bucket_work(s, b, loaded, ps); /* without rules: only the re-index that drops due rows */
+    if (loaded)
         abort_uploads(s, b, &cfg);
-    }
     mg_arena_close(&a);
 }
 
@@ -332,7 +368,7 @@ int lc_scheduler_create(struct meta_store *ms, const struct lc_scheduler_opts *o
     if (s->o.batch_max == 0 || s->o.batch_max > META_EXPIRE_BATCH_MAX)
         s->o.batch_max = META_EXPIRE_BATCH_MAX;
     if (s->o.reindex_per_second == 0)
-        s->o.reindex_per_second = 20000;
+        s->o.reindex_per_second = REINDEX_PER_SECOND;
     if (s->o.idle_ms == 0)
         s->o.idle_ms = 1000;
     if (s->o.busy_load == 0)

@@ -681,7 +681,8 @@ int meta__do_expire_batch(struct meta_store *ms, struct mg_str bucket,
  * with the current rules. A new rules generation restarts the walk. A pending write in the
  * step's key range (an op executed before this one, not applied yet) could carry a due time
  * from older rules that the committed scan cannot see: the step then writes nothing and
- * reports busy (the scheduler retries later). Budget: n iterator steps and n entry reads. */
+ * reports busy (the scheduler retries later). Budget: n iterator steps (each entry is decoded
+ * from the iterator's value: no point read). */
 
 struct reindex_step {
     struct meta_store *ms;
@@ -692,17 +693,20 @@ struct reindex_step {
     struct meta_lc_progress p;
 };
 
-/* Recompute one entry (name) and write its rows when they change. */
-static int reindex_entry(struct reindex_step *r, struct mg_str name, struct mg_arena *a,
-                         struct meta_ws *b)
+/* Recompute one entry (name, its committed value v) and write its rows when they change. The
+ * value comes from the walk's iterator, not a read through the overlay: a pending write in the
+ * step's range makes the step write nothing (reindex_walk's busy check), so the committed value
+ * is the current one whenever the step's writes are kept. */
+static int reindex_entry(struct reindex_step *r, struct mg_str name, const char *v, size_t vl,
+                         struct mg_arena *a, struct meta_ws *b)
 {
     struct meta_object cur;
-    int found = 0;
-    int rv = meta__object_read(r->ms, r->bucket_id, name, a, &cur, &found);
-    if (rv == MG_ECORRUPT)
-        return 0; /* logged by the read; fsck's */
-    if (rv != 0 || !found)
-        return rv;
+    if (meta__object_decode(v, vl, META_REC_OBJECT, a, &cur) != 0) {
+        mg_log(MG_LOG_ERROR, "event=corrupt_entry bucket_id=%llu key_len=%zu",
+               (unsigned long long)r->bucket_id, name.len);
+        return 0; /* fsck's */
+    }
+    cur.key = name;
     struct meta_object upd = cur;
     upd.lc_due_ms = r->cfg != NULL ? due_of(r->ms, r->cfg, &cur) : 0;
     upd.lc_gen = upd.lc_due_ms != 0 ? r->gen : 0;
@@ -734,8 +738,10 @@ static int reindex_walk(struct reindex_step *r, size_t n, struct mg_arena *a, st
         struct mg_str name;
         if (meta__key_object_decode(k, kl, &bid, &parent, &name) != 0 || parent != 0)
             continue;
+        size_t vl;
+        const char *v = eng_iter_value(it, &vl);
         last = (struct mg_str){mg_arena_dup(a, name.base, name.len), name.len};
-        rv = reindex_entry(r, last, a, b);
+        rv = reindex_entry(r, last, v, vl, a, b);
         out->reindexed++;
     }
     int done = rv == 0 && !eng_iter_valid(it);
