@@ -11,6 +11,7 @@ import base64
 import hashlib
 import unittest
 import xml.etree.ElementTree as ET
+import zlib
 
 import mgtest
 import s3raw
@@ -44,7 +45,7 @@ class Base(S3TestCase):
         """A one-part upload of key: (upload id, [(1, etag)])."""
         u = self.s3.create_multipart_upload(Bucket=self.bucket, Key=key, **create)["UploadId"]
         e = self.s3.upload_part(Bucket=self.bucket, Key=key, UploadId=u, PartNumber=1,
-                                Body=data)["ETag"]
+                                Body=data, **create)["ETag"]
         return u, [(1, e)]
 
     def complete(self, key, u, parts, headers=None):
@@ -252,6 +253,51 @@ class ChecksumType(Base):
                                         "ChecksumCRC32": p["ChecksumCRC32"]}]})
         self.assertEqual(r.get("ChecksumType"), "COMPOSITE")
         self.assertTrue(r.get("ChecksumCRC32", "").endswith("-1"), r)
+
+
+class ChecksumTypeFullObject(Base):
+    """What boto3 >= 1.36 expects of a single PUT: x-amz-checksum-type FULL_OBJECT with its
+    checksum ("For PutObject uploads, the checksum type is always FULL_OBJECT", PutObject
+    API reference), at PUT and at HEAD/GET with x-amz-checksum-mode; COMPOSITE for multipart."""
+
+    def test_put_and_head(self):
+        data = payload(2000)
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        r = self.raw.request("PUT", self.path("f1"), headers={"x-amz-checksum-crc32": crc},
+                             body=data)
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertEqual(r.headers.get("x-amz-checksum-crc32"), crc)
+        self.assertEqual(r.headers.get("x-amz-checksum-type"), "FULL_OBJECT")
+        for method in ("HEAD", "GET"):
+            r = self.raw.request(method, self.path("f1"),
+                                 headers={"x-amz-checksum-mode": "ENABLED"})
+            self.assertEqual(r.headers.get("x-amz-checksum-crc32"), crc, method)
+            self.assertEqual(r.headers.get("x-amz-checksum-type"), "FULL_OBJECT", method)
+        r = self.raw.request("HEAD", self.path("f1"))
+        self.assertNotIn("x-amz-checksum-type", r.headers)
+
+    def test_no_checksum_no_type(self):
+        r = self.raw.request("PUT", self.path("f2"), body=b"abc")
+        self.assertNotIn("x-amz-checksum-type", r.headers)
+
+    def test_multipart_composite(self):
+        u, parts = self.upload("f3", ChecksumAlgorithm="SHA256")
+        r = self.complete("f3", u, parts)
+        self.assertEqual(r.status, 200, repr(r))
+        r = self.raw.request("HEAD", self.path("f3"), headers={"x-amz-checksum-mode": "ENABLED"})
+        self.assertTrue(r.headers.get("x-amz-checksum-sha256", "").endswith("-1"), repr(r))
+        self.assertEqual(r.headers.get("x-amz-checksum-type"), "COMPOSITE")
+
+    def test_boto3_head_object(self):
+        if mgtest.boto3_version() < (1, 36):
+            self.skipTest("boto3 %s does not parse ChecksumType"
+                          % ".".join(map(str, mgtest.boto3_version())))
+        p = self.s3.put_object(Bucket=self.bucket, Key="f5", Body=b"hello",
+                               ChecksumAlgorithm="CRC32")
+        self.assertEqual(p.get("ChecksumType"), "FULL_OBJECT")
+        h = self.s3.head_object(Bucket=self.bucket, Key="f5", ChecksumMode="ENABLED")
+        self.assertEqual((h.get("ChecksumCRC32"), h.get("ChecksumType")),
+                         (p["ChecksumCRC32"], "FULL_OBJECT"))
 
 
 class TaggingEmptyPair(Base):
