@@ -102,6 +102,9 @@ void gw__metrics_record(struct gw__metrics *m, enum gw_op op, int status, uint64
  * self_us, that lag minus the time the loop thread spent runnable but waiting for a CPU
  * meanwhile (what other threads and processes cost it, not its own work or blocking). */
 void gw__metrics_record_lag(struct gw__metrics *m, uint64_t lag_us, uint64_t self_us);
+/* Requests answered from their head, before h2o read their body, and the body bytes they
+ * announced (process-wide; server.c, issue 9 "Body before auth"). */
+void gw__head_refusals(uint64_t *requests, uint64_t *body_bytes);
 /* Prometheus text exposition of all loops plus meta_stats_get into out. */
 void gw__metrics_render(struct gw_server *srv, struct mg_buf *out);
 

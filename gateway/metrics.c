@@ -104,9 +104,6 @@ static void sum_loops(struct gw_server *srv, struct gw__metrics *t)
     }
 }
 
-/* Defined in server.c; its prototype belongs in core.h (not this change's file). */
-void gw__head_refusals(uint64_t *requests, uint64_t *body_bytes);
-
 static void gauge(struct mg_buf *o, const char *name, const char *type, const char *help,
                   uint64_t v)
 {

@@ -264,7 +264,6 @@ struct conn {
  * (process-wide; /metrics reads them through gw__head_refusals). */
 static uint64_t head_refused_requests, head_refused_body_bytes;
 
-void gw__head_refusals(uint64_t *requests, uint64_t *body_bytes);
 void gw__head_refusals(uint64_t *requests, uint64_t *body_bytes)
 {
     *requests = __atomic_load_n(&head_refused_requests, __ATOMIC_RELAXED);
