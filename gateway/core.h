@@ -124,6 +124,10 @@ struct gw__loop {
     int disposed; /* context disposed and loop closed after the stop */
     int nconns;   /* open connections (bounded by MAX_CONNS_PER_LOOP) */
     uint64_t nconns_refused;
+    uint64_t accept_pauses;  /* episodes of paused accepting (fd share, EMFILE), for /metrics */
+    uint64_t conns_shed;     /* idle connections shut down at the descriptor share */
+    uint64_t timeouts_request; /* requests answered RequestTimeout (no body progress) */
+    uint64_t timeouts_io;    /* connections closed for no read/write progress otherwise */
     uv_thread_t thread;
     uint64_t next_request_id;
     struct meta_client *mc; /* this loop's reply endpoint for meta ops (loop_main) */

@@ -516,15 +516,32 @@ void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
     render_raft_groups(o, srv);
     gauge(o, "metagate_loops", "gauge", "Event loops (threads) serving HTTP.",
           (uint64_t)srv->nloops);
-    uint64_t conns = 0, refused = 0;
+    uint64_t conns = 0, refused = 0, pauses = 0, shed = 0, t_req = 0, t_io = 0;
     for (int i = 0; i < srv->nloops; i++) {
-        int n = __atomic_load_n(&srv->loops[i].nconns, __ATOMIC_RELAXED);
+        const struct gw__loop *l = &srv->loops[i];
+        int n = __atomic_load_n(&l->nconns, __ATOMIC_RELAXED);
         conns += n > 0 ? (uint64_t)n : 0;
-        refused += __atomic_load_n(&srv->loops[i].nconns_refused, __ATOMIC_RELAXED);
+        refused += __atomic_load_n(&l->nconns_refused, __ATOMIC_RELAXED);
+        pauses += __atomic_load_n(&l->accept_pauses, __ATOMIC_RELAXED);
+        shed += __atomic_load_n(&l->conns_shed, __ATOMIC_RELAXED);
+        t_req += __atomic_load_n(&l->timeouts_request, __ATOMIC_RELAXED);
+        t_io += __atomic_load_n(&l->timeouts_io, __ATOMIC_RELAXED);
     }
     gauge(o, "metagate_http_connections", "gauge", "Open client connections.", conns);
     gauge(o, "metagate_http_connections_refused_total", "counter",
           "Connections closed at accept because their loop was at its bound.", refused);
+    gauge(o, "metagate_http_accept_pauses_total", "counter",
+          "Episodes of paused accepting (descriptor share or EMFILE reached; logged once each).",
+          pauses);
+    gauge(o, "metagate_http_connections_shed_total", "counter",
+          "Connections that had sent nothing, shut down to make room at the descriptor share.",
+          shed);
+    gauge(o, "metagate_http_request_timeouts_total", "counter",
+          "Requests answered 400 RequestTimeout: no body bytes arrived for the idle timeout.",
+          t_req);
+    gauge(o, "metagate_http_io_timeouts_total", "counter",
+          "Connections closed for no read or write progress (a client that stopped reading).",
+          t_io);
     uint64_t head_refused, head_refused_bytes;
     gw__head_refusals(&head_refused, &head_refused_bytes); /* server.c, issue 9 */
     gauge(o, "metagate_http_requests_refused_from_head_total", "counter",

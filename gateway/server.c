@@ -62,6 +62,7 @@
 
 #define MG_MODULE "gateway"
 #include "gateway/core.h"
+#include "gateway/head.h"
 #include "lifecycle/lifecycle.h"
 #include "meta/orphan.h"
 #include "meta/scrub.h"
@@ -252,8 +253,6 @@ struct conn {
  * already buffered behind a previous one (pipelining) are judged when h2o restarts reading
  * (h2o_socket_read_start, before its own handle_incoming_request). */
 
-#define HEAD_MAX 8192         /* h2o 2.2.5 H2O_MAX_REQLEN: h2o answers 400 to longer heads */
-#define HEAD_HEADERS_MAX 100  /* H2O_MAX_HEADERS */
 #define HEAD_CHECK_MIN_BODY (64u << 10)
 /* Small bodies still on their way that a loop reads without judging their head first; past
  * this, a flood of slow small bodies is judged from the head too. With HEAD_CHECK_MIN_BODY,
@@ -275,74 +274,16 @@ struct head_refusal {
     char errmsg[256];
 };
 
-struct head {
-    h2o_iovec_t method, target;
-    struct {
-        h2o_iovec_t name, value;
-    } h[HEAD_HEADERS_MAX];
-    size_t n;
-    size_t len; /* bytes of the head, its empty line included */
-};
-
 static int str_is(struct mg_str s, const char *lit)
 {
     size_t n = strlen(lit);
     return s.len == n && memcmp(s.base, lit, n) == 0;
 }
 
-static int iov_ieq(h2o_iovec_t v, const char *lit)
-{
-    size_t n = strlen(lit);
-    return v.len == n && strncasecmp(v.base, lit, n) == 0;
-}
-
-/* The request head at the start of buf: 1 complete, 0 incomplete, -1 nothing to judge here
- * (malformed, folded, too long: h2o answers it). Header names and values point into buf. */
-static int head_parse(char *buf, size_t size, struct head *out)
-{
-    char *p = buf, *end = buf + (size < HEAD_MAX ? size : HEAD_MAX);
-    while (p < end && (*p == '\r' || *p == '\n')) /* as picohttpparser: leading empty lines */
-        p++;
-    out->n = 0;
-    for (int first = 1;; first = 0) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (nl == NULL)
-            return size >= HEAD_MAX ? -1 : 0;
-        size_t ll = (size_t)(nl - p) - (nl > p && nl[-1] == '\r');
-        char *line = p;
-        p = nl + 1;
-        if (first) {
-            char *sp1 = memchr(line, ' ', ll);
-            char *sp2 = sp1 != NULL ? memchr(sp1 + 1, ' ', (size_t)(line + ll - sp1 - 1)) : NULL;
-            if (sp2 == NULL || sp1 == line || sp2 == sp1 + 1)
-                return -1;
-            out->method = h2o_iovec_init(line, (size_t)(sp1 - line));
-            out->target = h2o_iovec_init(sp1 + 1, (size_t)(sp2 - sp1 - 1));
-            continue;
-        }
-        if (ll == 0) {
-            out->len = (size_t)(p - buf);
-            return 1;
-        }
-        char *colon = memchr(line, ':', ll);
-        if (line[0] == ' ' || line[0] == '\t' || colon == NULL || colon == line ||
-            out->n == HEAD_HEADERS_MAX || memchr(line, ' ', (size_t)(colon - line)) != NULL)
-            return -1;
-        char *v = colon + 1, *ve = line + ll;
-        while (v < ve && (*v == ' ' || *v == '\t'))
-            v++;
-        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-            ve--;
-        out->h[out->n].name = h2o_iovec_init(line, (size_t)(colon - line));
-        out->h[out->n].value = h2o_iovec_init(v, (size_t)(ve - v));
-        out->n++;
-    }
-}
-
 /* The head as h2o would hand it to on_req (lib/http1.c init_headers: names lower-cased, Host
  * in authority, the other init-special headers left out, the Content-Length as the entity's
  * length), allocated from req->pool. */
-static void head_to_req(const struct head *hd, size_t content_length, h2o_req_t *req)
+static void head_to_req(const struct gw__head *hd, size_t content_length, h2o_req_t *req)
 {
     req->input.method = req->method = hd->method;
     req->input.path = req->path = hd->target;
@@ -369,7 +310,7 @@ static void head_to_req(const struct head *hd, size_t content_length, h2o_req_t 
  * error of a request that is refused whatever its body (route, signature, a bucket that does
  * not exist, or whose owner and ACL do not let this requester write). Anything the handler
  * decides later (meta errors, objects, quotas) gives 0. */
-static int head_authorize(struct gw_server *srv, const struct head *hd, size_t content_length,
+static int head_authorize(struct gw_server *srv, const struct gw__head *hd, size_t content_length,
                           int chunked, struct head_refusal *out)
 {
     h2o_req_t req;
@@ -417,27 +358,18 @@ static struct conn *conn_of_req(h2o_req_t *req)
  * section); a refused request's body framing is renamed away and its answer kept for on_req. */
 static void head_check(struct conn *c, h2o_socket_t *sock)
 {
-    struct head hd;
-    int rv = head_parse(sock->input->bytes, sock->input->size, &hd);
+    struct gw__head hd;
+    int rv = gw__head_parse(sock->input->bytes, sock->input->size, &hd);
     if (rv == 0)
         return;
     c->head_checked = 1;
     if (rv < 0)
         return;
-    size_t content_length = SIZE_MAX;
-    int chunked = 0, expect = 0, have_length = 0;
-    for (size_t i = 0; i < hd.n; i++) {
-        if (iov_ieq(hd.h[i].name, "content-length") && !have_length) { /* h2o: the first */
-            have_length = 1;
-            content_length = h2o_strtosize(hd.h[i].value.base, hd.h[i].value.len);
-            if (content_length == SIZE_MAX)
-                return; /* h2o answers 400 */
-        } else if (iov_ieq(hd.h[i].name, "transfer-encoding")) {
-            chunked = 1;
-        } else if (iov_ieq(hd.h[i].name, "expect")) {
-            expect = 1;
-        }
-    }
+    struct gw__head_framing fr;
+    if (gw__head_framing(&hd, &fr) != 0)
+        return; /* h2o answers 400 */
+    size_t content_length = fr.content_length;
+    int chunked = fr.chunked, expect = fr.expect;
     if (!chunked && !expect &&
         (content_length == SIZE_MAX || content_length < HEAD_CHECK_MIN_BODY)) {
         if (content_length == SIZE_MAX || sock->input->size - hd.len >= content_length)
@@ -452,14 +384,7 @@ static void head_check(struct conn *c, h2o_socket_t *sock)
     if (current_loop == NULL ||
         head_authorize(current_loop->srv, &hd, content_length, chunked, &f) == 0)
         return;
-    for (size_t i = 0; i < hd.n; i++) {
-        h2o_iovec_t name = hd.h[i].name;
-        if (iov_ieq(name, "content-length") || iov_ieq(name, "transfer-encoding") ||
-            iov_ieq(name, "expect")) {
-            hd.h[i].name.base[0] = 'x';
-            hd.h[i].name.base[1] = '-';
-        }
-    }
+    gw__head_unframe(&hd);
     c->refusal = h2o_mem_alloc(sizeof(*c->refusal));
     *c->refusal = f;
     size_t held = sock->input->size - hd.len; /* body bytes already read */
@@ -598,11 +523,13 @@ static void conn_sweep_one(struct gw__loop *l, struct conn_list *cl, struct conn
              MSG_DONTWAIT | MSG_NOSIGNAL) > 0) {
         shutdown(fd, SHUT_WR);
         c->timed_out_ms = now;
+        __atomic_store_n(&l->timeouts_request, l->timeouts_request + 1, __ATOMIC_RELAXED);
         return;
     }
     shutdown(fd, SHUT_RDWR);
     c->shed = 1;
     cl->shedding++;
+    __atomic_store_n(&l->timeouts_io, l->timeouts_io + 1, __ATOMIC_RELAXED);
 }
 
 static void on_conn_sweep(uv_timer_t *t)
@@ -690,6 +617,7 @@ static int shed_idle(struct gw__loop *l, struct conn_list *cl, int max)
         cl->shedding++;
         n++;
     }
+    __atomic_store_n(&l->conns_shed, l->conns_shed + (uint64_t)n, __ATOMIC_RELAXED);
     if (n > 0)
         mg_log(MG_LOG_DEBUG, "event=conn_shed loop=%d n=%d", l->index, n);
     return n;
@@ -728,9 +656,11 @@ static void on_accept_pause_tick(uv_timer_t *t)
  * once per episode (the pause timer stays armed for as long as the episode lasts). */
 static void accept_pause(struct gw__loop *l, const char *why, int resumed)
 {
-    if (!resumed && !uv_is_active((uv_handle_t *)&l->stop_timer))
+    if (!resumed && !uv_is_active((uv_handle_t *)&l->stop_timer)) {
         mg_log(MG_LOG_WARN, "event=accept_paused loop=%d open=%d max=%d reason=%s", l->index,
                l->nconns, conns_fd_max(l), why);
+        __atomic_store_n(&l->accept_pauses, l->accept_pauses + 1, __ATOMIC_RELAXED);
+    }
     uv_timer_start(&l->stop_timer, on_accept_pause_tick, ACCEPT_PAUSE_MS, 0);
 }
 

@@ -215,6 +215,8 @@ class FdLimit(S3TestCase):
         self.assertLess(cpu, 0.2, "server CPU %.0f%% with idle connections" % (cpu * 100))
         with open(self.server.log_file) as f:
             self.assertIn("event=accept_paused", f.read())
+        self.assertGreaterEqual(
+            metric_value(self.server.endpoint, "metagate_http_accept_pauses_total"), 1)
         ms = min(self.health_ms() for _ in range(3))
         print("# FdLimit: server CPU %.1f%% over 2 s, /health %.1f ms (best of 3)"
               % (cpu * 100, ms), flush=True)
@@ -265,6 +267,8 @@ class ProgressTimeouts(S3TestCase):
         self.assertIn(b"400", data.split(b"\r\n", 1)[0], data)
         self.assertIn(b"<Code>RequestTimeout</Code>", data)
         self.assertLess(took, self.IDLE_S + 4)
+        self.assertEqual(
+            metric_value(self.server.endpoint, "metagate_http_request_timeouts_total"), 1)
 
     def test_unread_response_closed(self):
         size = 32 << 20
@@ -290,6 +294,17 @@ class ProgressTimeouts(S3TestCase):
         except (ConnectionResetError, socket.timeout):
             pass
         self.assertLess(got, size, "the whole object arrived: the connection was kept")
+        self.assertGreaterEqual(
+            metric_value(self.server.endpoint, "metagate_http_io_timeouts_total"), 1)
+
+
+def metric_value(endpoint, name):
+    """The value of the sample line `name VALUE` in endpoint's /metrics."""
+    with urllib.request.urlopen(endpoint + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    raise AssertionError("no %s in /metrics" % name)
 
 
 def rss_anon_kib(pid):
