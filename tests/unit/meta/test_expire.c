@@ -432,6 +432,33 @@ static void test_reindex(void **state)
     assert_int_equal(due_rows(f, id, NULL, NULL), 0);
 }
 
+/* The due scan reads each row's mtime from an iterator over the entries that follows the
+ * rows: rows in key order take a next, rows out of key order a seek (backwards too); each
+ * item must carry its own entry's mtime. */
+static void test_scan_mtimes(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.lc_day_seconds = 1;
+    uint64_t id = bucket_id(f, BKT);
+    set_rules(f, BKT, XML_LOGS_1DAY);
+    const char *order[] = {"logs/c", "logs/a", "logs/b", "logs/d"}; /* due order != key order */
+    int64_t mt[4];
+    for (size_t i = 0; i < 4; i++) {
+        put(f, BKT, order[i]);
+        mt[i] = get(f, order[i]).mtime_ms;
+        if (i < 2)
+            usleep(1100 * 1000); /* due times round up to a whole "day" (1 s here) */
+    }
+    struct meta_expire_item items[8];
+    uint64_t epoch;
+    assert_int_equal(scan(f, id, mt[3] + 5000, items, 8, &epoch), 4);
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(items[i].key.len, strlen(order[i]));
+        assert_memory_equal(items[i].key.base, order[i], items[i].key.len);
+        assert_true(items[i].mtime_ms == mt[i]);
+    }
+}
+
 /* Multipart complete writes the due row; the old records (no TLVs) still decode. */
 static void test_mpu_complete_due(void **state)
 {
@@ -631,6 +658,7 @@ int test_expire_run(void)
         cmocka_unit_test_setup_teardown(test_range_guard_put_after, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_range_vs_point, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reindex, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_scan_mtimes, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_mpu_complete_due, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_put_cost, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_expire_rate, fx_setup, fx_teardown),
