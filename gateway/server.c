@@ -251,7 +251,8 @@ struct conn {
  * (a request head is judged twice only when it carries a large body), UNJUDGED_PER_LOOP of
  * them at a time. Requests h2o finds
  * already buffered behind a previous one (pipelining) are judged when h2o restarts reading
- * (h2o_socket_read_start, before its own handle_incoming_request). */
+ * (h2o_socket_read_start, before its own handle_incoming_request). The head itself is parsed
+ * by head.c (gw__head_parse, gw__head_framing, gw__head_unframe; fuzz target fuzz_head). */
 
 #define HEAD_CHECK_MIN_BODY (64u << 10)
 /* Small bodies still on their way that a loop reads without judging their head first; past
@@ -310,8 +311,8 @@ static void head_to_req(const struct gw__head *hd, size_t content_length, h2o_re
  * error of a request that is refused whatever its body (route, signature, a bucket that does
  * not exist, or whose owner and ACL do not let this requester write). Anything the handler
  * decides later (meta errors, objects, quotas) gives 0. */
-static int head_authorize(struct gw_server *srv, const struct gw__head *hd, size_t content_length,
-                          int chunked, struct head_refusal *out)
+static int head_authorize(struct gw_server *srv, const struct gw__head *hd,
+                          size_t content_length, int chunked, struct head_refusal *out)
 {
     h2o_req_t req;
     memset(&req, 0, sizeof(req));

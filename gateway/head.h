@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal to server.c (and its unit tests and fuzz target): the HTTP/1 request-head parser
+ * of the "body before auth" check (issue 9). server.c runs it on the bytes of a connection
+ * before h2o has parsed them, so it sees whatever the network sends: it never reads past
+ * size, and what it reports points into the buffer it was given. It is not incremental:
+ * server.c calls it again over the whole buffer after each read, and the answer over a
+ * prefix never contradicts the answer over the whole (a complete head stays complete with
+ * the same length, a refused one stays refused).
+ */
+#ifndef MG_GATEWAY_HEAD_H
+#define MG_GATEWAY_HEAD_H
+
+#include <stddef.h>
+
+#include <h2o/memory.h>
+
+#define GW_HEAD_MAX 8192        /* h2o 2.2.5 H2O_MAX_REQLEN: h2o answers 400 to longer heads */
+#define GW_HEAD_HEADERS_MAX 100 /* H2O_MAX_HEADERS */
+
+struct gw__head {
+    h2o_iovec_t method, target;
+    struct {
+        h2o_iovec_t name, value; /* value without its leading and trailing blanks */
+    } h[GW_HEAD_HEADERS_MAX];
+    size_t n;
+    size_t len; /* bytes of the head, its empty line included */
+};
+
+/* How a parsed head frames its body, as h2o 2.2.5 reads it (lib/http1.c). */
+struct gw__head_framing {
+    size_t content_length; /* the first Content-Length, SIZE_MAX without one */
+    int chunked;           /* a Transfer-Encoding header, whatever its value */
+    int expect;            /* an Expect header, whatever its value */
+};
+
+/* The request head at the start of buf (size bytes, at most GW_HEAD_MAX of them looked at):
+ * 1 complete (out filled), 0 incomplete (read more), -1 nothing to judge here (malformed,
+ * folded, over GW_HEAD_MAX or GW_HEAD_HEADERS_MAX: h2o answers it). Lines end in LF or CRLF
+ * and leading empty lines are skipped, as picohttpparser does. Non-const: gw__head_unframe
+ * writes through out's pointers. */
+int gw__head_parse(char *buf, size_t size, struct gw__head *out);
+
+/* Framing of a complete head: 0, or -1 when its first Content-Length is not a number
+ * h2o_strtosize accepts (h2o answers 400). */
+int gw__head_framing(const struct gw__head *hd, struct gw__head_framing *out);
+
+/* Renames Content-Length, Transfer-Encoding and Expect to "x-..." in place (same length, so
+ * the head parses the same and frames no body): what server.c does to a refused request. */
+void gw__head_unframe(struct gw__head *hd);
+
+/* v equals lit, ASCII case-insensitively (header names). */
+int gw__head_name_is(h2o_iovec_t v, const char *lit);
+
+#endif
