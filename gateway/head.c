@@ -35,7 +35,7 @@ int gw__head_parse(char *buf, size_t size, struct gw__head *out)
         if (first) {
             char *sp1 = memchr(line, ' ', ll);
             char *sp2 = sp1 != NULL ? memchr(sp1 + 1, ' ', (size_t)(line + ll - sp1 - 1)) : NULL;
-            if (sp2 == NULL || sp1 == line || sp2 == sp1 + 1)
+            if (sp2 == NULL) /* an empty method or target is h2o's too (head.h) */
                 return -1;
             out->method = h2o_iovec_init(line, (size_t)(sp1 - line));
             out->target = h2o_iovec_init(sp1 + 1, (size_t)(sp2 - sp1 - 1));

@@ -15,7 +15,10 @@
 
 #include <h2o/memory.h>
 
-#define GW_HEAD_MAX 8192        /* h2o 2.2.5 H2O_MAX_REQLEN: h2o answers 400 to longer heads */
+/* h2o 2.2.5's H2O_MAX_REQLEN (h2o.h: 8192 + 4096 * H2O_MAX_HEADERS, 417,792; 0x66000 in
+ * libh2o): handle_incoming_request parses at most this much and answers 400 to a longer head.
+ * Every head h2o parses must be judged here, or its body is read before auth. */
+#define GW_HEAD_MAX (8192 + 4096 * 100)
 #define GW_HEAD_HEADERS_MAX 100 /* H2O_MAX_HEADERS */
 
 struct gw__head {
@@ -37,8 +40,10 @@ struct gw__head_framing {
 /* The request head at the start of buf (size bytes, at most GW_HEAD_MAX of them looked at):
  * 1 complete (out filled), 0 incomplete (read more), -1 nothing to judge here (malformed,
  * folded, over GW_HEAD_MAX or GW_HEAD_HEADERS_MAX: h2o answers it). Lines end in LF or CRLF
- * and leading empty lines are skipped, as picohttpparser does. Non-const: gw__head_unframe
- * writes through out's pointers. */
+ * and leading empty lines are skipped, as picohttpparser does; an empty method or
+ * request-target (" / HTTP/1.1", "PUT  HTTP/1.1") is a head too, since picohttpparser 2.2.5
+ * takes them and h2o reads their bodies. Non-const: gw__head_unframe writes through out's
+ * pointers. */
 int gw__head_parse(char *buf, size_t size, struct gw__head *out);
 
 /* Framing of a complete head: 0, or -1 when its first Content-Length is not a number
