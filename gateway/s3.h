@@ -215,6 +215,10 @@ int gw__s3_copy_source_cond(struct gw_request *r, const struct meta_object *src)
 void gw__s3_cond_read(struct gw_request *r, const char *prefix, struct gw_cond *c);
 /* Checksum response header (x-amz-checksum-<algo>) when the object has one. */
 void gw__s3_checksum_header(struct gw_request *r, enum mg_cksum_algo algo, struct mg_str value);
+/* ChecksumType of a stored checksum: COMPOSITE for a checksum of the parts' checksums
+ * ("...-N", multipart), FULL_OBJECT otherwise ("For PutObject uploads, the checksum type is
+ * always FULL_OBJECT", PutObject). */
+struct mg_str gw__s3_checksum_type(struct mg_str value);
 /* <ChecksumCRC32>...</ChecksumCRC32> element for algo, nothing for NONE/MD5. */
 void gw__s3_checksum_elem(struct mg_buf *b, enum mg_cksum_algo algo, struct mg_str value);
 /* Query parameter as uint in 1..max; 0 when absent or invalid. */

@@ -361,6 +361,13 @@ void gw__s3_checksum_header(struct gw_request *r, enum mg_cksum_algo algo, struc
     gw_header_add(r, mg_cksum_header_name(algo), value);
 }
 
+struct mg_str gw__s3_checksum_type(struct mg_str value)
+{
+    if (value.len > 0 && memchr(value.base, '-', value.len) != NULL)
+        return (struct mg_str){"COMPOSITE", 9};
+    return (struct mg_str){"FULL_OBJECT", 11};
+}
+
 void gw__s3_checksum_elem(struct mg_buf *b, enum mg_cksum_algo algo, struct mg_str value)
 {
     char name[32];

@@ -500,8 +500,10 @@ void gw__s3_mpu_list_parts(struct gw_request *r)
     gw_xml_elem_u64(&x, "NextPartNumberMarker", n > 0 ? parts[n - 1].number : marker);
     gw_xml_elem_u64(&x, "MaxParts", max);
     gw_xml_elem_bool(&x, "IsTruncated", truncated);
-    if (tmpl.cksum_algo != MG_CKSUM_NONE && tmpl.cksum_algo != MG_CKSUM_MD5)
+    if (tmpl.cksum_algo != MG_CKSUM_NONE && tmpl.cksum_algo != MG_CKSUM_MD5) {
         gw_xml_elem_cstr(&x, "ChecksumAlgorithm", mg_cksum_algo_name(tmpl.cksum_algo));
+        gw_xml_elem(&x, "ChecksumType", (struct mg_str){"COMPOSITE", 9}); /* checksum_type */
+    }
     emit_parts(&x, parts, n, tmpl.cksum_algo);
     gw_xml_close(&x, "ListPartsResult");
     gw__s3_respond_xml(r, &x);

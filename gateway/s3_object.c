@@ -108,19 +108,14 @@ void gw__s3_expiration_header(struct gw_request *r, const struct meta_bucket *b,
 
 /* ------------------------------------------------------------------------ PUT */
 
-/* x-amz-checksum-type next to a checksum header sent for o: COMPOSITE for a checksum of the
- * parts' checksums ("...-N", multipart and copies of it), FULL_OBJECT otherwise ("For
- * PutObject uploads, the checksum type is always FULL_OBJECT", PutObject; boto3 >= 1.36 reads
- * it as ChecksumType). */
+/* x-amz-checksum-type next to a checksum header sent for o (boto3 >= 1.36 reads it as
+ * ChecksumType). */
 static void checksum_type_header(struct gw_request *r, const struct meta_object *o,
                                  struct mg_str sent)
 {
     if (sent.len == 0 || o->cksum_algo == MG_CKSUM_NONE || o->cksum_algo == MG_CKSUM_MD5)
         return;
-    if (memchr(o->cksum_value.base, '-', o->cksum_value.len) != NULL)
-        gw_header_add(r, "x-amz-checksum-type", (struct mg_str){"COMPOSITE", 9});
-    else
-        gw_header_add(r, "x-amz-checksum-type", (struct mg_str){"FULL_OBJECT", 11});
+    gw_header_add(r, "x-amz-checksum-type", gw__s3_checksum_type(o->cksum_value));
 }
 
 /* PutObject in three steps: checks on the loop; the body into the blob store (on a worker
@@ -687,6 +682,7 @@ void gw__s3_object_attributes(struct gw_request *r)
     if ((mask & ATTR_CHECKSUM) && o.cksum_algo != MG_CKSUM_NONE && o.cksum_value.len > 0) {
         gw_xml_start(&x, "Checksum");
         gw__s3_checksum_elem(&x, o.cksum_algo, o.cksum_value);
+        gw_xml_elem(&x, "ChecksumType", gw__s3_checksum_type(o.cksum_value));
         gw_xml_end(&x, "Checksum");
     }
     if ((mask & ATTR_PARTS) && o.nparts > 0)

@@ -288,6 +288,22 @@ class ChecksumTypeFullObject(Base):
         self.assertTrue(r.headers.get("x-amz-checksum-sha256", "").endswith("-1"), repr(r))
         self.assertEqual(r.headers.get("x-amz-checksum-type"), "COMPOSITE")
 
+    def test_list_parts_and_attributes(self):
+        """ListPartsResult and GetObjectAttributes' Checksum carry ChecksumType too."""
+        u, parts = self.upload("f6", ChecksumAlgorithm="SHA256")
+        r = self.raw.request("GET", self.path("f6"), query=[("uploadId", u)])
+        self.assertEqual((r.status, xml_text(r.body, "ChecksumAlgorithm"),
+                          xml_text(r.body, "ChecksumType")), (200, "SHA256", "COMPOSITE"))
+        self.assertEqual(self.complete("f6", u, parts).status, 200)
+        data = b"hello"
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        self.raw.request("PUT", self.path("f7"), headers={"x-amz-checksum-crc32": crc},
+                         body=data)
+        for key, want in (("f6", "COMPOSITE"), ("f7", "FULL_OBJECT")):
+            r = self.raw.request("GET", self.path(key), query=[("attributes", "")],
+                                 headers={"x-amz-object-attributes": "Checksum"})
+            self.assertEqual((r.status, xml_text(r.body, "ChecksumType")), (200, want), key)
+
     def test_boto3_head_object(self):
         if mgtest.boto3_version() < (1, 36):
             self.skipTest("boto3 %s does not parse ChecksumType"
