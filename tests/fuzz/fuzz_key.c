@@ -5,10 +5,15 @@
  * so any byte string must decode or be MG_ECORRUPT (STYLE.md 3). Checked on every input:
  *
  *   - decode: the whole input as a key through each decoder (bucket, object, upload/part,
- *     due, bucket_of, esc); a key that decodes re-encodes with the builders to exactly the
- *     same bytes (one encoding per row);
+ *     due, blob index, bucket_of, esc); a key that decodes re-encodes with the builders to
+ *     exactly the same bytes (one encoding per row); a key in the retire-intent range is an
+ *     intent key (0x01 'R' segment offset) exactly when it has that length, and then
+ *     meta__key_retire_intent of its (segment, offset) gives it back;
  *   - encode: values taken from the input (bucket id, due time, part number, an object
- *     name and a prefix, a 32-byte upload id) build each key, which decodes back to them;
+ *     name and a prefix, a 32-byte upload id, a blob's segment and offset) build each key,
+ *     which decodes back to them; blob index and retire-intent keys sort as their
+ *     (segment, offset), the first within its bucket's range, the second within the
+ *     intents range and no other row kind's (the collector walks both in order);
  *   - order: keys sort as their names (bytewise, shorter first), escaped upload names too;
  *     a range [lo, hi) from meta__key_object_range / upload_range / part_range / bucket_range
  *     holds a key exactly when its name has the prefix (part number is above `after`, id
@@ -16,8 +21,8 @@
  *     every name with the prefix and not above a larger name without it.
  *
  * Input layout for the encode half: u64 bucket id, u64 due, u32 part, u8 name length, then
- * the name and the rest as the prefix. Seed corpus: tests/fuzz/corpus/key/ (replayed as a
- * plain ctest, label fuzz).
+ * the name and the rest as the prefix; the blob refs are (due, id) and (id, due). Seed corpus:
+ * tests/fuzz/corpus/key/ (replayed as a plain ctest, label fuzz).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,6 +31,7 @@
 #include "common/err.h"
 #include "common/mem.h"
 #include "meta/internal.h"
+#include "meta/orphan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -105,6 +111,29 @@ static void decode_all(const uint8_t *key, size_t len)
         meta__key_due(&k, id, due, s);
         check(same(&k, key, len));
     }
+    k.len = 0;
+    uint64_t seg, off;
+    if (meta__key_blob_index_decode(key, len, &id, &seg, &off) == 0) {
+        meta__key_blob_index(&k, id, &(struct eng_blob_ref){.segment = seg, .offset = off});
+        check(same(&k, key, len));
+        check(meta__key_object_decode(key, len, &id, &parent, &s) != 0);
+        check(meta__key_due_decode(key, len, &id, &due, &s) != 0);
+    }
+    k.len = 0;
+    struct mg_buf lo, hi;
+    mg_buf_init(&lo), mg_buf_init(&hi);
+    meta__key_retire_intents_range(&lo, &hi);
+    if (cmp(lo.base, lo.len, key, len) <= 0 && cmp(key, len, hi.base, hi.len) < 0) {
+        check(len >= 2 && key[0] == META_K_SYS && key[1] == META_SYS_RETIRE);
+        check(meta__key_bucket_of(key, len, &id) != 0);
+        if (len == 18) {
+            struct eng_blob_ref ref = {.segment = meta__get_u64(key + 2),
+                                       .offset = meta__get_u64(key + 10)};
+            meta__key_retire_intent(&k, &ref);
+            check(same(&k, key, len));
+        }
+    }
+    mg_buf_close(&lo), mg_buf_close(&hi);
     if (meta__key_bucket_of(key, len, &id) == 0)
         check(len >= META_BUCKET_KEY_LEN && key[0] == META_K_DATA && id == meta__get_u64(key + 1));
     k.len = name.len = 0;
@@ -231,6 +260,65 @@ static void dues(uint64_t id, uint64_t due, struct mg_str name)
     mg_buf_close(&k);
 }
 
+static int ref_cmp(const struct eng_blob_ref *a, const struct eng_blob_ref *b)
+{
+    if (a->segment != b->segment)
+        return a->segment < b->segment ? -1 : 1;
+    return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* Blob index rows (0x03 id 'X' seg off) and retire intents (0x01 'R' seg off), for two refs. */
+static void blobs(uint64_t id, const struct eng_blob_ref *a, const struct eng_blob_ref *b,
+                  struct mg_str name)
+{
+    struct mg_buf ka, kb, ra, rb, lo, hi, other;
+    uint64_t got_id, seg, off;
+
+    mg_buf_init(&ka), mg_buf_init(&kb), mg_buf_init(&ra), mg_buf_init(&rb);
+    mg_buf_init(&lo), mg_buf_init(&hi), mg_buf_init(&other);
+    meta__key_blob_index(&ka, id, a);
+    meta__key_blob_index(&kb, id, b);
+    check(meta__key_blob_index_decode(ka.base, ka.len, &got_id, &seg, &off) == 0);
+    check(got_id == id && seg == a->segment && off == a->offset);
+    check(meta__key_bucket_of(ka.base, ka.len, &got_id) == 0 && got_id == id);
+    check(bcmp_buf(&ka, &kb) == ref_cmp(a, b));
+    meta__key_bucket_range(id, &lo, &hi);
+    check(in_range(&ka, &lo, &hi));
+    /* a truncated or extended row is not a blob index row */
+    check(meta__key_blob_index_decode(ka.base, ka.len - 1, &got_id, &seg, &off) != 0);
+    mg_buf_append(&ka, "", 1);
+    check(meta__key_blob_index_decode(ka.base, ka.len, &got_id, &seg, &off) != 0);
+
+    meta__key_retire_intent(&ra, a);
+    meta__key_retire_intent(&rb, b);
+    check(ra.len == 18 && meta__get_u64(ra.base + 2) == a->segment &&
+          meta__get_u64(ra.base + 10) == a->offset);
+    check(bcmp_buf(&ra, &rb) == ref_cmp(a, b));
+    check(meta__key_bucket_of(ra.base, ra.len, &got_id) != 0);
+    check(meta__key_blob_index_decode(ra.base, ra.len, &got_id, &seg, &off) != 0);
+    lo.len = hi.len = 0;
+    meta__key_retire_intents_range(&lo, &hi);
+    check(in_range(&ra, &lo, &hi));
+    /* no other row kind falls in the intents range */
+    check(!in_range(&ka, &lo, &hi));
+    meta__key_bucket(&other, name);
+    check(!in_range(&other, &lo, &hi));
+    other.len = 0;
+    meta__key_sys_version(&other);
+    check(!in_range(&other, &lo, &hi));
+    other.len = 0;
+    meta__key_applied(&other, (uint32_t)id);
+    check(!in_range(&other, &lo, &hi));
+    other.len = 0;
+    meta__key_sys_shards(&other);
+    check(!in_range(&other, &lo, &hi));
+    other.len = 0;
+    meta__key_object(&other, id, name);
+    check(!in_range(&other, &lo, &hi));
+    mg_buf_close(&ka), mg_buf_close(&kb), mg_buf_close(&ra), mg_buf_close(&rb);
+    mg_buf_close(&lo), mg_buf_close(&hi), mg_buf_close(&other);
+}
+
 static void buckets(struct mg_str name)
 {
     struct mg_buf k, lo, hi;
@@ -277,6 +365,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         objects(id, name, prefix);
         uploads(id, name, prefix, uid, number);
         dues(id, due, name);
+        blobs(id, &(struct eng_blob_ref){.segment = due, .offset = id},
+              &(struct eng_blob_ref){.segment = id, .offset = due}, name);
     }
     buckets(name);
     return 0;
