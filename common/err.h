@@ -62,6 +62,11 @@
     X(MG_EINVALIDARGUMENT, "InvalidArgument", 400, "Invalid Argument")                             \
     X(MG_EINVALIDREQUEST, "InvalidRequest", 400, "Invalid Request")                                \
     X(MG_EINVALIDRANGE, "InvalidRange", 416, "The requested range is not satisfiable")             \
+    X(MG_EINVALIDPARTNUMBER, "InvalidPartNumber", 416,                                             \
+      "The requested partnumber is not satisfiable")                                               \
+    X(MG_EMETATOOLARGE, "MetadataTooLarge", 400,                                                   \
+      "Your metadata headers exceed the maximum allowed metadata size.")                           \
+    X(MG_EBADREQUEST, "BadRequest", 400, "Bad Request")                                            \
     X(MG_EPRECONDITION, "PreconditionFailed", 412,                                                 \
       "At least one of the pre-conditions you specified did not hold")                             \
     X(MG_ENOTMODIFIED, "NotModified", 304, "Not Modified")                                         \

@@ -233,11 +233,10 @@ static int user_meta_from_headers(struct gw_request *r, struct meta_object *o)
     }
     o->nuser_meta = n;
     if (total > GW_S3_USER_META_MAX) {
-        /* S3 answers MetadataTooLarge; common/err.h has no such row yet. */
         snprintf(r->errmsg, sizeof(r->errmsg),
                  "Your metadata headers exceed the maximum allowed metadata size (%zu > %u)",
                  total, GW_S3_USER_META_MAX);
-        return MG_EINVALIDARGUMENT;
+        return MG_EMETATOOLARGE;
     }
     return 0;
 }

@@ -247,9 +247,7 @@ static int plan_part(struct gw_request *r, const struct meta_object *o, struct g
     p->cksum_value = o->parts[p->part - 1].checksum;
     return 0;
 not_satisfiable:
-    /* S3: InvalidPartNumber (416); common/err.h has InvalidRange with that status. */
-    snprintf(r->errmsg, sizeof(r->errmsg), "The requested partnumber is not satisfiable");
-    return MG_EINVALIDRANGE;
+    return MG_EINVALIDPARTNUMBER;
 }
 
 static int plan_get(struct gw_request *r, const struct meta_object *o, struct get_plan *p)

@@ -462,7 +462,8 @@ int gw_tags_validate(const struct meta_kv *tags, size_t n, size_t max, char *err
         if (errmsg != NULL)
             snprintf(errmsg, 256, "%s tags cannot be greater than %zu",
                      max == GW_OBJECT_TAGS_MAX ? "Object" : "Bucket", max);
-        return MG_EINVALIDTAG;
+        /* AWS: 400 BadRequest for an object's tags, InvalidTag for a bucket's. */
+        return max == GW_OBJECT_TAGS_MAX ? MG_EBADREQUEST : MG_EINVALIDTAG;
     }
     for (i = 0; i < n; i++) {
         if (tags[i].k.len == 0 || utf8_chars(tags[i].k) > GW_TAG_KEY_MAX) {
@@ -574,8 +575,9 @@ int gw_tagging_query_parse(struct mg_str q, size_t max, struct mg_arena *a,
         }
         k++;
     }
-    if (gw_tags_validate(out, k, max, errmsg) != 0)
-        return MG_EINVALIDTAG;
+    int rv = gw_tags_validate(out, k, max, errmsg);
+    if (rv != 0)
+        return rv;
     *tags = out;
     *n = k;
     return 0;

@@ -330,26 +330,21 @@ class TaggingEmptyPair(Base):
                          [("a", "1"), ("b", "2")])
 
 
-class PendingErrorRows(Base):
-    """M6, M9, M16: the status is right, the Code is not, because common/err.h has no row
-    for AWS's code (InvalidPartNumber 416, MetadataTooLarge 400, BadRequest 400), and that
-    file is not the S3 handlers'. Expected to fail until the rows exist and the handlers
-    return them (gateway/s3_object.c plan_part, gateway/s3_common.c user_meta_from_headers,
-    gateway/xml.c gw_tags_validate); then drop the decorators."""
+class AwsErrorCodes(Base):
+    """M6, M9, M16: AWS's codes InvalidPartNumber (416), MetadataTooLarge (400) and BadRequest
+    (400, more than 10 object tags); before common/err.h had their rows the status was right
+    and the Code was InvalidRange / InvalidArgument / InvalidTag."""
 
-    @unittest.expectedFailure
     def test_part_number_past_last_part(self):
         self.s3.put_object(Bucket=self.bucket, Key="p1", Body=b"abc")
         r = self.raw.request("GET", self.path("p1"), query=[("partNumber", "2")])
         self.assertEqual((r.status, r.code), (416, "InvalidPartNumber"), repr(r))
 
-    @unittest.expectedFailure
     def test_metadata_too_large(self):
         r = self.raw.request("PUT", self.path("m1"), headers={"x-amz-meta-m": "v" * 2048},
                              body=b"x")
         self.assertEqual((r.status, r.code), (400, "MetadataTooLarge"), repr(r))
 
-    @unittest.expectedFailure
     def test_more_than_ten_tags(self):
         tags = "&".join("k%d=v" % i for i in range(11))
         r = self.raw.request("PUT", self.path("t2"), headers={"x-amz-tagging": tags}, body=b"x")

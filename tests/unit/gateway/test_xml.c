@@ -407,7 +407,7 @@ static void test_tagging_limits(void **state)
                      0);
     assert_int_equal(gw_xml_parse_tagging(tagging_doc(&b, 11, 1, 0), GW_OBJECT_TAGS_MAX,
                                           *state, &t, &n, err),
-                     MG_EINVALIDTAG);
+                     MG_EBADREQUEST); /* AWS: BadRequest for an object's 11th tag */
     assert_int_equal(gw_xml_parse_tagging(tagging_doc(&b, 50, 1, 0), GW_BUCKET_TAGS_MAX,
                                           *state, &t, &n, NULL),
                      0);
@@ -477,7 +477,7 @@ static void test_tagging_query(void **state)
                      MG_EINVALIDARGUMENT);
     assert_int_equal(gw_tagging_query_parse(S("a=1&b=1&c=1&d=1&e=1&f=1&g=1&h=1&i=1&j=1&k=1"),
                                             10, *state, &t, &n, NULL),
-                     MG_EINVALIDTAG);
+                     MG_EBADREQUEST);
 }
 
 /* ------------------------------------------------------------------- ACL */
