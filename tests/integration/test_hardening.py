@@ -523,6 +523,34 @@ class BodyBeforeAuth(S3TestCase):
         self.assertTrue(data.startswith(b"HTTP/1.1 403"), data[:300])
         self.assertIn(b"<Code>SignatureDoesNotMatch</Code>", data)
 
+    def signed_head_put(self, path, size, query=None):
+        """Sends a signed PUT head announcing size body bytes, and no body; returns the
+        socket."""
+        h = {"Host": self.raw.hostport, "Content-Length": str(size)}
+        s3raw.sign_v4("PUT", path, query or [], h, "UNSIGNED-PAYLOAD", self.raw.access_key,
+                      self.raw.secret)
+        sock = socket.create_connection(("127.0.0.1", self.server.port))
+        self.addCleanup(sock.close)
+        sock.settimeout(10)
+        qs = "&".join("%s=%s" % kv for kv in (query or []))
+        sock.sendall(raw_head("PUT", path + ("?" + qs if qs else ""), h))
+        return sock
+
+    def test_object_over_5gib_refused_from_head(self):
+        # Conformance M11: AWS answers 400 EntityTooLarge at once; before, the server waited
+        # for 5 GiB of body (and an UploadPart of 6 GiB got h2o's plain-text 413).
+        data = self.refusal(self.signed_head_put("/priv/huge", (5 << 30) + 1))
+        self.assertTrue(data.startswith(b"HTTP/1.1 400"), data[:300])
+        self.assertIn(b"<Code>EntityTooLarge</Code>", data)
+        up = self.raw.request("POST", "/priv/huge-mpu", query=[("uploads", "")])
+        self.assertEqual(up.status, 200, repr(up))
+        uid = ET.fromstring(up.body).find("{*}UploadId").text
+        data = self.refusal(self.signed_head_put(
+            "/priv/huge-mpu", 6 << 30, [("partNumber", "1"), ("uploadId", uid)]))
+        self.assertTrue(data.startswith(b"HTTP/1.1 400"), data[:300])
+        self.assertIn(b"<Code>EntityTooLarge</Code>", data)
+        self.assertIn(b"application/xml", data.split(b"\r\n\r\n", 1)[0].lower())
+
     def test_missing_bucket_refused_from_head(self):
         data = self.refusal(self.expect_put("/nobucket/k", 8 << 20, self.raw.secret))
         self.assertTrue(data.startswith(b"HTTP/1.1 404"), data[:300])
