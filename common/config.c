@@ -6,6 +6,7 @@
  * (0600), written once with O_EXCL and read back on every restart.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,8 +18,10 @@
 #include <openssl/rand.h>
 #include <yajl/yajl_tree.h>
 
+#define MG_MODULE "common"
 #include "common/config.h"
 #include "common/err.h"
+#include "common/log.h"
 #include "common/mem.h"
 
 #define CONFIG_FILE_MAX (1u << 20)
@@ -32,6 +35,21 @@ static void set_str(char **slot, const char *s)
 {
     mg_free(*slot);
     *slot = dup_str(s);
+}
+
+uint64_t mg_env_u64(const char *name, uint64_t dflt)
+{
+    const char *e = getenv(name);
+    if (e == NULL || *e == '\0')
+        return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(e, &end, 10);
+    if (errno != 0 || *end != '\0' || *e == '-') {
+        mg_log(MG_LOG_WARN, "event=bad_env name=%s value=\"%s\" default=%" PRIu64, name, e, dflt);
+        return dflt;
+    }
+    return (uint64_t)v;
 }
 
 void mg_config_init(struct mg_config *cfg)

@@ -66,6 +66,10 @@ struct mg_config {
 /* Defaults: listen 127.0.0.1:9000, data_dir ./data, region us-east-1, threads 0,
  * inline_max_bytes 4096, log_level info. The caller owns cfg; mg_config_close frees it. */
 void mg_config_init(struct mg_config *cfg);
+
+/* A test knob from the environment: name's value as a decimal number, or dflt when it is unset,
+ * empty or not a number (the last logged). Knobs are for tests; users set config keys. */
+uint64_t mg_env_u64(const char *name, uint64_t dflt);
 void mg_config_close(struct mg_config *cfg);
 
 /* Parse JSON text (len bytes, need not be NUL-terminated) over the values already in cfg.

@@ -571,8 +571,8 @@ static struct conn_list *conn_list_of(struct gw__loop *l)
         h2o_linklist_init_anchor(&cl->conns);
         cl->shedding = 0;
         cl->unjudged = 0;
-        const char *env = getenv("MG_IO_IDLE_TIMEOUT_MS");
-        cl->idle_ms = env != NULL && atoll(env) > 0 ? (uint64_t)atoll(env) : IO_IDLE_MS;
+        uint64_t idle = mg_env_u64("MG_IO_IDLE_TIMEOUT_MS", 0);
+        cl->idle_ms = idle > 0 ? idle : IO_IDLE_MS;
         uv_timer_init(&l->loop, &cl->sweep);
         cl->sweep.data = cl;
         uv_timer_start(&cl->sweep, on_conn_sweep, SWEEP_MS, SWEEP_MS);

@@ -77,6 +77,7 @@
 #include <unistd.h>
 
 #define MG_MODULE "meta"
+#include "common/config.h"
 #include "meta/op.h"
 #include "meta/orphan.h"
 
@@ -626,20 +627,11 @@ static void *collector_main(void *arg)
     return NULL;
 }
 
+/* A millisecond knob, at most UINT32_MAX. */
 static uint32_t env_ms(const char *name, uint32_t dflt)
 {
-    const char *s = getenv(name);
-    if (s == NULL || *s == '\0')
-        return dflt;
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > UINT32_MAX) {
-        mg_log(MG_LOG_WARN, "event=bad_env name=%s value=\"%s\": default %u used", name, s,
-               dflt);
-        return dflt;
-    }
-    return (uint32_t)v;
+    uint64_t v = mg_env_u64(name, dflt);
+    return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
 int meta_orphan_start(struct meta_store *ms, const struct meta_orphan_opts *opts)

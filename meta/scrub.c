@@ -25,6 +25,7 @@
 #include <time.h>
 
 #define MG_MODULE "meta"
+#include "common/config.h"
 #include "meta/internal.h"
 #include "meta/scrub.h"
 
@@ -206,22 +207,12 @@ static struct scrub *find_locked(struct meta_store *ms)
     return NULL;
 }
 
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-    const char *e = getenv(name);
-    if (e == NULL || *e == '\0')
-        return dflt;
-    char *end;
-    unsigned long long v = strtoull(e, &end, 10);
-    return *end == '\0' ? (uint64_t)v : dflt;
-}
-
 int meta_scrub_opts_from_env(struct meta_scrub_opts *o)
 {
-    o->bytes_per_sec = env_u64("MG_SCRUB_BYTES_PER_SEC", META_SCRUB_RATE_DEFAULT);
-    o->delay_ms = env_u64("MG_SCRUB_DELAY_MS", META_SCRUB_DELAY_MS_DEFAULT);
-    o->period_ms = env_u64("MG_SCRUB_PERIOD_MS", META_SCRUB_PERIOD_MS_DEFAULT);
-    return env_u64("MG_SCRUB", 1) == 0;
+    o->bytes_per_sec = mg_env_u64("MG_SCRUB_BYTES_PER_SEC", META_SCRUB_RATE_DEFAULT);
+    o->delay_ms = mg_env_u64("MG_SCRUB_DELAY_MS", META_SCRUB_DELAY_MS_DEFAULT);
+    o->period_ms = mg_env_u64("MG_SCRUB_PERIOD_MS", META_SCRUB_PERIOD_MS_DEFAULT);
+    return mg_env_u64("MG_SCRUB", 1) == 0;
 }
 
 static int64_t unix_ms(void)

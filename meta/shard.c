@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 
 #define MG_MODULE "meta"
+#include "common/config.h"
 #include "common/fs.h"
 #include "meta/orphan.h"
 #include "meta/shard.h"
@@ -351,9 +352,8 @@ static void flush_start(struct meta__shards *ss)
  * durable in RocksDB within a second, so that a restart does not replay it from the log). */
 static int64_t flush_max_age_ms(void)
 {
-    const char *e = getenv("MG_FLUSH_MAX_AGE_MS");
-    long v = e != NULL ? strtol(e, NULL, 10) : 0;
-    return v > 0 ? v : FLUSH_MAX_AGE_MS;
+    uint64_t v = mg_env_u64("MG_FLUSH_MAX_AGE_MS", 0);
+    return v > 0 && v < INT64_MAX ? (int64_t)v : FLUSH_MAX_AGE_MS;
 }
 
 /* Budget: one RocksDB flush at most per tick; its cost (one L0 SST of what arrived since
