@@ -50,10 +50,10 @@ struct meta_opts {
     const char *data_dir;       /* engine lives in data_dir/db and data_dir/blobs */
     int wal;                    /* ignored: the Raft log is the WAL, RocksDB's is off */
     uint32_t inline_max_bytes;  /* objects up to this size live inside their entry */
-    uint32_t free_grace_ms;     /* bytes an op replaced or deleted are freed this long after it,
-                                   so reads in flight (a GET streaming the old version) finish
-                                   first; 0: 30 s. Pending frees are done at close; a crash
-                                   leaks them (fsck: blob index) */
+    uint32_t free_grace_ms;     /* ignored but for 0/nonzero, a name left from the 30 s clock that
+                                   reader pins replaced: replaced or deleted blobs are retired
+                                   and freed by the blob store once no reader pins them (tests
+                                   set ms->free_grace_ms = 0 to free at once outside op bodies) */
     const char *raft_listen;    /* "a.b.c.d:port" of the raft host (one port for every shard's
                                    group); NULL: 127.0.0.1 on a free port */
     unsigned initial_shards;    /* data shards of a new store (0: 1); the bucket id space is
