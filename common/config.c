@@ -84,6 +84,18 @@ static void users_free(struct mg_config *cfg)
     cfg->nusers = 0;
 }
 
+static void cluster_nodes_free(struct mg_config *cfg)
+{
+    for (size_t i = 0; i < cfg->ncluster_nodes; i++) {
+        mg_free(cfg->cluster_nodes[i].s3);
+        mg_free(cfg->cluster_nodes[i].raft);
+        mg_free(cfg->cluster_nodes[i].rpc);
+    }
+    mg_free(cfg->cluster_nodes);
+    cfg->cluster_nodes = NULL;
+    cfg->ncluster_nodes = 0;
+}
+
 void mg_config_close(struct mg_config *cfg)
 {
     users_free(cfg);
@@ -96,6 +108,10 @@ void mg_config_close(struct mg_config *cfg)
     mg_free(cfg->log_level);
     mg_free(cfg->meta_raft_listen);
     mg_free(cfg->engine_compaction);
+    mg_free(cfg->rados_conf);
+    mg_free(cfg->rados_pool);
+    mg_free(cfg->rados_user);
+    cluster_nodes_free(cfg);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -254,6 +270,16 @@ static int domain_ok(const char *d)
     return 1;
 }
 
+/* "HOST:PORT" with a port in 0..65535 (the host is checked when it is bound). */
+static int hostport_ok(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    char *end = NULL;
+    long port = colon != NULL ? strtol(colon + 1, &end, 10) : -1;
+    return colon != NULL && colon != s && end != colon + 1 && *end == '\0' && port >= 0 &&
+           port <= 65535;
+}
+
 /* "meta": {"raft_listen": "HOST:PORT", "initial_shards": N, "flusher": "on"|"hold",
  *          "orphan_period_seconds": N, "orphan_grace_seconds": N} */
 static int parse_meta(struct mg_config *cfg, yajl_val v, char *errmsg)
@@ -268,11 +294,7 @@ static int parse_meta(struct mg_config *cfg, yajl_val v, char *errmsg)
         if (strcmp(k, "raft_listen") == 0) {
             if ((rv = get_string(x, "meta.raft_listen", &cfg->meta_raft_listen, errmsg)) != 0)
                 return rv;
-            const char *colon = strrchr(cfg->meta_raft_listen, ':');
-            char *end = NULL;
-            long port = colon != NULL ? strtol(colon + 1, &end, 10) : -1;
-            if (colon == NULL || colon == cfg->meta_raft_listen || end == colon + 1 ||
-                *end != '\0' || port < 0 || port > 65535)
+            if (!hostport_ok(cfg->meta_raft_listen))
                 return fail(errmsg, "config key \"%s\": expected \"HOST:PORT\"",
                             "meta.raft_listen");
         } else if (strcmp(k, "initial_shards") == 0) {
@@ -413,6 +435,141 @@ static int parse_engine(struct mg_config *cfg, yajl_val v, char *errmsg)
     return 0;
 }
 
+/* "data": {"backend": "local"|"rados", "rados": {"conf": PATH, "pool": NAME, "user": NAME}} */
+static int parse_data(struct mg_config *cfg, yajl_val v, char *errmsg)
+{
+    if (!YAJL_IS_OBJECT(v))
+        return fail(errmsg, "config key \"%s\": expected an object", "data");
+    for (size_t i = 0; i < v->u.object.len; i++) {
+        const char *k = v->u.object.keys[i];
+        yajl_val x = v->u.object.values[i];
+        int rv;
+        if (strcmp(k, "backend") == 0) {
+            char *b = NULL;
+            if ((rv = get_string(x, "data.backend", &b, errmsg)) != 0)
+                return rv;
+            int ok = strcmp(b, "local") == 0 || strcmp(b, "rados") == 0;
+            cfg->data_rados = strcmp(b, "rados") == 0;
+            mg_free(b);
+            if (!ok)
+                return fail(errmsg, "config key \"%s\": expected \"local\" or \"rados\"",
+                            "data.backend");
+        } else if (strcmp(k, "rados") == 0) {
+            if (!YAJL_IS_OBJECT(x))
+                return fail(errmsg, "config key \"%s\": expected an object", "data.rados");
+            for (size_t j = 0; j < x->u.object.len; j++) {
+                const char *rk = x->u.object.keys[j];
+                yajl_val rx = x->u.object.values[j];
+                char key[64];
+                snprintf(key, sizeof(key), "data.rados.%.40s", rk);
+                char **slot;
+                if (strcmp(rk, "conf") == 0)
+                    slot = &cfg->rados_conf;
+                else if (strcmp(rk, "pool") == 0)
+                    slot = &cfg->rados_pool;
+                else if (strcmp(rk, "user") == 0)
+                    slot = &cfg->rados_user;
+                else
+                    return fail(errmsg, "config key \"%s\": unknown key", key);
+                if ((rv = get_string(rx, key, slot, errmsg)) != 0)
+                    return rv;
+                if (slot != &cfg->rados_conf && !token_ok(*slot, 1, 128))
+                    return fail(errmsg, "config key \"%s\": 1-128 printable characters", key);
+            }
+        } else {
+            char key[64];
+            snprintf(key, sizeof(key), "data.%.40s", k);
+            return fail(errmsg, "config key \"%s\": unknown key", key);
+        }
+    }
+    return 0;
+}
+
+/* cluster.nodes[idx]: {"id": N, "s3": "HOST:PORT", "raft": "HOST:PORT", "rpc": "HOST:PORT"} */
+static int parse_node(yajl_val u, size_t idx, struct mg_config_node *out, char *errmsg)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "cluster.nodes[%zu]", idx);
+    if (!YAJL_IS_OBJECT(u))
+        return fail(errmsg, "config key \"%s\": expected an object", key);
+    for (size_t i = 0; i < u->u.object.len; i++) {
+        const char *k = u->u.object.keys[i];
+        yajl_val v = u->u.object.values[i];
+        char **slot;
+        int rv;
+        snprintf(key, sizeof(key), "cluster.nodes[%zu].%.20s", idx, k);
+        if (strcmp(k, "id") == 0) {
+            long long n;
+            if ((rv = get_int(v, key, 1, 1000000, &n, errmsg)) != 0)
+                return rv;
+            out->id = (uint64_t)n;
+            continue;
+        }
+        if (strcmp(k, "s3") == 0)
+            slot = &out->s3;
+        else if (strcmp(k, "raft") == 0)
+            slot = &out->raft;
+        else if (strcmp(k, "rpc") == 0)
+            slot = &out->rpc;
+        else
+            return fail(errmsg, "config key \"%s\": unknown key", key);
+        if ((rv = get_string(v, key, slot, errmsg)) != 0)
+            return rv;
+        if (!hostport_ok(*slot))
+            return fail(errmsg, "config key \"%s\": expected \"HOST:PORT\"", key);
+    }
+    static const char *const need[] = {"s3", "raft", "rpc"};
+    char *have[] = {out->s3, out->raft, out->rpc};
+    for (int i = 0; i < 3; i++) {
+        snprintf(key, sizeof(key), "cluster.nodes[%zu].%s", idx, need[i]);
+        if (have[i] == NULL)
+            return fail(errmsg, "config key \"%s\": missing", key);
+    }
+    if (out->id == 0)
+        return fail(errmsg, "config key \"cluster.nodes[%zu].id\": missing", idx);
+    return 0;
+}
+
+/* "cluster": {"node_id": N, "nodes": [NODE, ...]} */
+static int parse_cluster(struct mg_config *cfg, yajl_val v, char *errmsg)
+{
+    if (!YAJL_IS_OBJECT(v))
+        return fail(errmsg, "config key \"%s\": expected an object", "cluster");
+    for (size_t i = 0; i < v->u.object.len; i++) {
+        const char *k = v->u.object.keys[i];
+        yajl_val x = v->u.object.values[i];
+        int rv;
+        if (strcmp(k, "node_id") == 0) {
+            long long n;
+            if ((rv = get_int(x, "cluster.node_id", 1, 1000000, &n, errmsg)) != 0)
+                return rv;
+            cfg->cluster_node_id = (uint64_t)n;
+        } else if (strcmp(k, "nodes") == 0) {
+            if (!YAJL_IS_ARRAY(x))
+                return fail(errmsg, "config key \"%s\": expected an array", "cluster.nodes");
+            cluster_nodes_free(cfg);
+            size_t n = x->u.array.len;
+            if (n == 0 || n > 64)
+                return fail(errmsg, "config key \"%s\": 1 to 64 nodes", "cluster.nodes");
+            cfg->cluster_nodes = mg_calloc(n, sizeof(*cfg->cluster_nodes));
+            cfg->ncluster_nodes = n;
+            for (size_t j = 0; j < n; j++) {
+                if ((rv = parse_node(x->u.array.values[j], j, &cfg->cluster_nodes[j], errmsg)) !=
+                    0)
+                    return rv;
+                for (size_t m = 0; m < j; m++)
+                    if (cfg->cluster_nodes[m].id == cfg->cluster_nodes[j].id)
+                        return fail(errmsg, "config key \"cluster.nodes[%zu].id\": duplicate", j);
+            }
+        } else {
+            char key[64];
+            snprintf(key, sizeof(key), "cluster.%.40s", k);
+            return fail(errmsg, "config key \"%s\": unknown key", key);
+        }
+    }
+    return 0;
+}
+
 static int parse_key(struct mg_config *cfg, const char *k, yajl_val v, char *errmsg)
 {
     long long n;
@@ -443,6 +600,10 @@ static int parse_key(struct mg_config *cfg, const char *k, yajl_val v, char *err
         return parse_engine(cfg, v, errmsg);
     if (strcmp(k, "scrub") == 0)
         return parse_scrub(cfg, v, errmsg);
+    if (strcmp(k, "data") == 0)
+        return parse_data(cfg, v, errmsg);
+    if (strcmp(k, "cluster") == 0)
+        return parse_cluster(cfg, v, errmsg);
     if (strcmp(k, "domain") == 0) {
         if ((rv = get_string(v, k, &cfg->domain, errmsg)) != 0)
             return rv;
@@ -651,9 +812,61 @@ static int creds_write(struct mg_config *cfg, const char *path, char *errmsg)
     return 0;
 }
 
+/* The data and cluster keys together: rados needs conf and pool; a cluster needs rados, and
+ * its node_id among its nodes. */
+static int check_data_cluster(struct mg_config *cfg, char *errmsg)
+{
+    if (cfg->data_rados) {
+        if (cfg->rados_conf == NULL)
+            return fail(errmsg, "config key \"%s\": missing (data.backend is \"rados\")",
+                        "data.rados.conf");
+        if (cfg->rados_pool == NULL)
+            return fail(errmsg, "config key \"%s\": missing (data.backend is \"rados\")",
+                        "data.rados.pool");
+        if (access(cfg->rados_conf, R_OK) != 0)
+            return fail(errmsg, "config key \"%s\": cannot read %s", "data.rados.conf",
+                        cfg->rados_conf);
+        if (cfg->rados_user == NULL)
+            cfg->rados_user = dup_str("admin");
+    } else if (cfg->rados_conf != NULL || cfg->rados_pool != NULL || cfg->rados_user != NULL) {
+        return fail(errmsg, "config key \"%s\": set, but data.backend is \"local\"",
+                    "data.rados");
+    }
+    if (cfg->cluster_node_id == 0 && cfg->ncluster_nodes == 0)
+        return 0;
+    if (cfg->cluster_node_id == 0)
+        return fail(errmsg, "config key \"%s\": missing", "cluster.node_id");
+    if (cfg->ncluster_nodes == 0)
+        return fail(errmsg, "config key \"%s\": missing", "cluster.nodes");
+    size_t self = cfg->ncluster_nodes;
+    for (size_t i = 0; i < cfg->ncluster_nodes; i++)
+        if (cfg->cluster_nodes[i].id == cfg->cluster_node_id)
+            self = i;
+    if (self == cfg->ncluster_nodes)
+        return fail(errmsg, "config key \"%s\": %llu is not in cluster.nodes", "cluster.node_id",
+                    (unsigned long long)cfg->cluster_node_id);
+    /* Object bytes of a cluster must be readable from every node (issue 10). */
+    if (!cfg->data_rados)
+        return fail(errmsg,
+                    "config key \"%s\": a cluster needs data.backend \"rados\" (\"local\" "
+                    "keeps object bytes on one node)",
+                    "data.backend");
+    /* This node's raft address is its raft host's; an explicit meta.raft_listen must agree. */
+    const struct mg_config_node *me = &cfg->cluster_nodes[self];
+    if (cfg->meta_raft_listen != NULL && strcmp(cfg->meta_raft_listen, me->raft) != 0)
+        return fail(errmsg, "config key \"%s\": differs from cluster.nodes[%zu].raft",
+                    "meta.raft_listen", self);
+    if (cfg->meta_raft_listen == NULL)
+        cfg->meta_raft_listen = dup_str(me->raft);
+    return 0;
+}
+
 int mg_config_finish(struct mg_config *cfg, char *errmsg)
 {
-    int rv = mkdir_p(cfg->data_dir, errmsg);
+    int rv = check_data_cluster(cfg, errmsg);
+    if (rv != 0)
+        return rv;
+    rv = mkdir_p(cfg->data_dir, errmsg);
     if (rv != 0)
         return rv;
     char path[4200];

@@ -10,7 +10,9 @@
  * Keys: listen ("HOST:PORT"), data_dir, region, users[{name, access_key,
  * secret_key}], tls{cert_file, key_file}, domain, threads, inline_max_bytes,
  * log_level, meta{raft_listen, initial_shards, flusher}, lifecycle{day_seconds,
- * max_per_second, delete}, engine{compaction}. Not thread-safe; loaded once by main before
+ * max_per_second, delete}, engine{compaction}, data{backend, rados{conf, pool, user}},
+ * cluster{node_id, nodes[{id, s3, raft, rpc}]} (issue 10: a cluster needs data.backend
+ * "rados"). Not thread-safe; loaded once by main before
  * threads start.
  */
 #ifndef MG_COMMON_CONFIG_H
@@ -25,6 +27,14 @@ struct mg_config_user {
     char *name;       /* owner name shown in listings */
     char *access_key; /* 3..128 printable chars */
     char *secret_key; /* 8..128 printable chars; never logged */
+};
+
+/* One node of a cluster (cluster.nodes[i]): its id and "HOST:PORT" addresses. */
+struct mg_config_node {
+    uint64_t id; /* > 0, unique */
+    char *s3;    /* S3 listen address (the node's "listen") */
+    char *raft;  /* raft host address (the node's meta.raft_listen) */
+    char *rpc;   /* internal RPC address (meta/rpc.h) */
 };
 
 struct mg_config {
@@ -61,6 +71,15 @@ struct mg_config {
     uint64_t scrub_bytes_per_second; /* scrub.bytes_per_second (0: 8 MiB/s) */
     uint64_t scrub_delay_s;     /* scrub.delay_seconds: first pass after start (default 300) */
     uint64_t scrub_period_s;    /* scrub.period_seconds: between pass starts (default 86400) */
+    int data_rados;             /* data.backend "rados" (1) or "local" (0, the default) */
+    char *rados_conf;           /* data.rados.conf: ceph.conf path (rados only, required) */
+    char *rados_pool;           /* data.rados.pool: pool name (required) */
+    char *rados_user;           /* data.rados.user: client name without "client." (default
+                                   "admin") */
+    uint64_t cluster_node_id;   /* cluster.node_id: this node (0: single node, no cluster) */
+    struct mg_config_node *cluster_nodes; /* cluster.nodes, every node of the cluster (this
+                                   one included), in config order */
+    size_t ncluster_nodes;
 };
 
 /* Defaults: listen 127.0.0.1:9000, data_dir ./data, region us-east-1, threads 0,

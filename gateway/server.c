@@ -1191,6 +1191,18 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
                                   .grace_ms = cfg->meta_orphan_grace_s * 1000u};
     if (cfg->meta_orphan_set)
         mo.orphan = &oo;
+    /* data.backend "rados" and the cluster's node list (issue 10), borrowed by the open. */
+    struct meta_rados_opts ro = {cfg->rados_conf, cfg->rados_pool, cfg->rados_user};
+    if (cfg->data_rados)
+        mo.rados = &ro;
+    struct meta_cluster_node nodes[64];
+    struct meta_cluster_opts co = {.node_id = cfg->cluster_node_id, .nodes = nodes};
+    for (size_t i = 0; i < cfg->ncluster_nodes && i < 64; i++) {
+        const struct mg_config_node *n = &cfg->cluster_nodes[i];
+        nodes[co.n++] = (struct meta_cluster_node){n->id, n->s3, n->raft, n->rpc};
+    }
+    if (cfg->cluster_node_id != 0)
+        mo.cluster = &co;
     if ((rv = lc_store_opts(cfg, &mo, errmsg)) != 0)
         goto err_after_tls;
     if ((rv = meta_store_open(&mo, &srv->ms, errmsg)) != 0)

@@ -46,6 +46,28 @@ enum meta_acl {
     META_ACL_AUTHENTICATED_READ,
 };
 
+/* data.backend "rados" (issue 10; engine/rados.h): object bytes above inline_max_bytes go to
+ * a Ceph RADOS pool instead of the local blob store. */
+struct meta_rados_opts {
+    const char *conf; /* ceph.conf path */
+    const char *pool; /* pool name */
+    const char *user; /* client name without "client." */
+};
+
+/* A cluster (issue 10): every node of it, this one included, with its addresses
+ * ("HOST:PORT"). The same list on every node. */
+struct meta_cluster_node {
+    uint64_t id;      /* > 0, unique; the node's raft id in every group */
+    const char *s3;   /* S3 listen address */
+    const char *raft; /* raft host address */
+    const char *rpc;  /* internal RPC address (meta/rpc.h) */
+};
+struct meta_cluster_opts {
+    uint64_t node_id;                      /* this node */
+    const struct meta_cluster_node *nodes; /* n entries */
+    unsigned n;
+};
+
 struct meta_opts {
     const char *data_dir;       /* engine lives in data_dir/db and data_dir/blobs */
     int wal;                    /* ignored: the Raft log is the WAL, RocksDB's is off */
@@ -69,6 +91,10 @@ struct meta_opts {
     const struct meta_orphan_opts *orphan; /* the orphan collector (meta/orphan.h); NULL: the
                                    MG_ORPHAN_PERIOD_MS / MG_ORPHAN_GRACE_MS environment (test
                                    knobs), else its defaults */
+    const struct meta_rados_opts *rados; /* NULL: data.backend "local" (data_dir/blobs) */
+    const struct meta_cluster_opts *cluster; /* NULL: one node (every group has one voter);
+                                   else a cluster member (needs rados). Borrowed until
+                                   meta_store_open returns (copy what outlives it) */
 };
 
 struct meta_store;

@@ -128,7 +128,21 @@ static void test_errors_name_the_key(void **state)
         {"{\"scrub\": {\"rate\": 1}}", "\"scrub.rate\""},
         {"{\"scrub\": true}", "\"scrub\""},
         {"{\"meta\": {\"orphan_grace_seconds\": -1}}", "\"meta.orphan_grace_seconds\""},
-        {"{\"meta\": {\"orphan_period_seconds\": 9999999}}", "\"meta.orphan_period_seconds\""},
+        {"{\"meta\": {\"orphan_period_seconds\": 9999999}}", "\"meta.orphan_period_seconds\""},        {"{\"data\": {\"backend\": \"s3\"}}", "\"data.backend\""},
+        {"{\"data\": {\"rados\": {\"pool\": \"a b\"}}}", "\"data.rados.pool\""},
+        {"{\"data\": {\"rados\": {\"keyring\": \"k\"}}}", "\"data.rados.keyring\""},
+        {"{\"data\": {\"copies\": 3}}", "\"data.copies\""},
+        {"{\"cluster\": {\"node_id\": 0}}", "\"cluster.node_id\""},
+        {"{\"cluster\": {\"nodes\": []}}", "\"cluster.nodes\""},
+        {"{\"cluster\": {\"nodes\": [{\"id\": 1, \"s3\": \"h:1\", \"raft\": \"h:2\"}]}}",
+         "\"cluster.nodes[0].rpc\""},
+        {"{\"cluster\": {\"nodes\": [{\"id\": 1, \"s3\": \"h\", \"raft\": \"h:2\", "
+         "\"rpc\": \"h:3\"}]}}",
+         "\"cluster.nodes[0].s3\""},
+        {"{\"cluster\": {\"nodes\": [{\"id\": 1, \"s3\": \"h:1\", \"raft\": \"h:2\", "
+         "\"rpc\": \"h:3\"}, {\"id\": 1, \"s3\": \"h:4\", \"raft\": \"h:5\", \"rpc\": "
+         "\"h:6\"}]}}",
+         "\"cluster.nodes[1].id\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct mg_config c;
@@ -219,6 +233,103 @@ static void test_generated_credentials(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* data.backend and cluster (issue 10) are checked together at finish: rados needs its conf
+ * and pool, a cluster needs rados and its own id among its nodes, whose raft address becomes
+ * meta.raft_listen. */
+static int finish_json(const char *json, const char *data, struct mg_config *c, char *e)
+{
+    mg_config_init(c);
+    mg_config_set_data_dir(c, data);
+    int rv = mg_config_parse(c, json, strlen(json), e);
+    return rv != 0 ? rv : mg_config_finish(c, e);
+}
+
+static void test_data_and_cluster(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mg_test_config_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char data[256], conf[300], json[2048];
+    snprintf(data, sizeof(data), "%s/data", dir);
+    snprintf(conf, sizeof(conf), "%s/ceph.conf", dir);
+    FILE *f = fopen(conf, "w");
+    assert_non_null(f);
+    fclose(f);
+    struct mg_config c;
+    char e[MG_CONFIG_ERRMSG_LEN];
+    const char *nodes = "\"nodes\": [{\"id\": 1, \"s3\": \"127.0.0.1:9000\", \"raft\": "
+                        "\"127.0.0.1:9001\", \"rpc\": \"127.0.0.1:9002\"}, {\"id\": 2, \"s3\": "
+                        "\"127.0.0.1:9010\", \"raft\": \"127.0.0.1:9011\", \"rpc\": "
+                        "\"127.0.0.1:9012\"}]";
+
+    /* The default is local and one node. */
+    assert_int_equal(finish_json("{}", data, &c, e), 0);
+    assert_false(c.data_rados);
+    assert_int_equal(c.cluster_node_id, 0);
+    mg_config_close(&c);
+
+    /* rados: conf and pool required, user defaults to admin; the conf must be readable. */
+    snprintf(json, sizeof(json), "{\"data\": {\"backend\": \"rados\", \"rados\": {\"conf\": "
+             "\"%s\", \"pool\": \"mg\"}}}", conf);
+    assert_int_equal(finish_json(json, data, &c, e), 0);
+    assert_true(c.data_rados);
+    assert_string_equal(c.rados_pool, "mg");
+    assert_string_equal(c.rados_user, "admin");
+    mg_config_close(&c);
+    assert_int_equal(finish_json("{\"data\": {\"backend\": \"rados\", \"rados\": {\"conf\": "
+                                 "\"/nonexistent/ceph.conf\", \"pool\": \"mg\"}}}",
+                                 data, &c, e),
+                     MG_ECONFIG);
+    assert_non_null(strstr(e, "\"data.rados.conf\""));
+    mg_config_close(&c);
+    assert_int_equal(finish_json("{\"data\": {\"backend\": \"rados\"}}", data, &c, e),
+                     MG_ECONFIG);
+    assert_non_null(strstr(e, "\"data.rados.conf\""));
+    mg_config_close(&c);
+    assert_int_equal(finish_json("{\"data\": {\"rados\": {\"pool\": \"mg\"}}}", data, &c, e),
+                     MG_ECONFIG);
+    assert_non_null(strstr(e, "\"data.rados\""));
+    mg_config_close(&c);
+
+    /* A cluster refuses the local backend. */
+    snprintf(json, sizeof(json), "{\"cluster\": {\"node_id\": 2, %s}}", nodes);
+    assert_int_equal(finish_json(json, data, &c, e), MG_ECONFIG);
+    assert_non_null(strstr(e, "\"data.backend\""));
+    mg_config_close(&c);
+    /* ... and a node id that is not among its nodes. */
+    snprintf(json, sizeof(json),
+             "{\"data\": {\"backend\": \"rados\", \"rados\": {\"conf\": \"%s\", \"pool\": "
+             "\"mg\"}}, \"cluster\": {\"node_id\": 3, %s}}",
+             conf, nodes);
+    assert_int_equal(finish_json(json, data, &c, e), MG_ECONFIG);
+    assert_non_null(strstr(e, "\"cluster.node_id\""));
+    mg_config_close(&c);
+    /* With rados it starts; its raft address is the node's. */
+    snprintf(json, sizeof(json),
+             "{\"data\": {\"backend\": \"rados\", \"rados\": {\"conf\": \"%s\", \"pool\": "
+             "\"mg\", \"user\": \"mg\"}}, \"cluster\": {\"node_id\": 2, %s}}",
+             conf, nodes);
+    assert_int_equal(finish_json(json, data, &c, e), 0);
+    assert_int_equal(c.cluster_node_id, 2);
+    assert_int_equal(c.ncluster_nodes, 2);
+    assert_string_equal(c.cluster_nodes[1].rpc, "127.0.0.1:9012");
+    assert_string_equal(c.meta_raft_listen, "127.0.0.1:9011");
+    mg_config_close(&c);
+    /* An explicit meta.raft_listen must agree with it. */
+    snprintf(json, sizeof(json),
+             "{\"meta\": {\"raft_listen\": \"127.0.0.1:7000\"}, \"data\": {\"backend\": "
+             "\"rados\", \"rados\": {\"conf\": \"%s\", \"pool\": \"mg\"}}, \"cluster\": "
+             "{\"node_id\": 1, %s}}",
+             conf, nodes);
+    assert_int_equal(finish_json(json, data, &c, e), MG_ECONFIG);
+    assert_non_null(strstr(e, "\"meta.raft_listen\""));
+    mg_config_close(&c);
+
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_the_key),
         cmocka_unit_test(test_listen_override),
         cmocka_unit_test(test_generated_credentials),
+        cmocka_unit_test(test_data_and_cluster),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
