@@ -17,6 +17,13 @@ MG_BUILD_PKGS="build-essential cmake pkg-config libh2o-dev libuv1-dev
 MG_TEST_PKGS="awscli s3cmd python3 python3-boto3 curl openssl ca-certificates
  gnuplot-nox wrk libfuse3-dev fuse3"
 
+# data.backend "rados" (issue 10): librados-dev to build engine/rados.c (without
+# it the build leaves the backend out and data.backend "rados" is refused), and a
+# throwaway one-monitor, one-OSD Ceph for the rados tests and deploy/cluster-up
+# (deploy/ceph-up): ceph-mon, ceph-osd, ceph-base (monmaptool) and ceph-common
+# (ceph, rados, ceph-authtool). No mgr and no RGW: ceph-up runs neither.
+MG_CLUSTER_PKGS="librados-dev ceph-mon ceph-osd ceph-base ceph-common"
+
 # The libFuzzer stage of tests/run.sh: clang 14 (Debian 12's clang), its
 # compiler-rt (libclang_rt.fuzzer*.a and the ASan/UBSan runtimes live in
 # libclang-rt-14-dev, which clang-14 only recommends, so --no-install-recommends
