@@ -201,23 +201,26 @@ uint64_t mgb_result_total_errors(const struct mgb_result *r)
 
 /* ----------------------------------------------------------- endpoints */
 
-int mgb_endpoint_parse(struct mgb_endpoint *ep, const char *url, char *err, size_t errlen)
+/* Resolve one "http://host[:port]" (len bytes of url) into *addr; host gets host[:port]. */
+static int endpoint_parse_one(const char *url, size_t len, char *host, size_t host_cap,
+                              struct sockaddr_storage *addr, socklen_t *addr_len, char *err,
+                              size_t errlen)
 {
-    if (strncmp(url, "http://", 7) != 0) {
-        snprintf(err, errlen, "endpoint must be http://host[:port] (no TLS): %s", url);
+    if (len < 7 || strncmp(url, "http://", 7) != 0) {
+        snprintf(err, errlen, "endpoint must be http://host[:port] (no TLS): %.*s", (int)len,
+                 url);
         return -1;
     }
-    snprintf(ep->url, sizeof(ep->url), "%s", url);
     const char *h = url + 7;
-    size_t hl = strcspn(h, "/");
-    if (hl == 0 || hl >= sizeof(ep->host)) {
-        snprintf(err, errlen, "bad endpoint host: %s", url);
+    size_t hl = strcspn(h, "/,");
+    if (hl == 0 || hl >= host_cap || hl > len - 7) {
+        snprintf(err, errlen, "bad endpoint host: %.*s", (int)len, url);
         return -1;
     }
-    memcpy(ep->host, h, hl);
-    ep->host[hl] = 0;
+    memcpy(host, h, hl);
+    host[hl] = 0;
     char name[160], port[16] = "80";
-    snprintf(name, sizeof(name), "%s", ep->host);
+    snprintf(name, sizeof(name), "%s", host);
     char *colon = strrchr(name, ':');
     if (colon && !strchr(colon, ']')) {
         snprintf(port, sizeof(port), "%s", colon + 1);
@@ -230,12 +233,43 @@ int mgb_endpoint_parse(struct mgb_endpoint *ep, const char *url, char *err, size
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
     int rv = getaddrinfo(name, port, &hints, &ai);
     if (rv != 0 || !ai) {
-        snprintf(err, errlen, "cannot resolve %s: %s", ep->host, gai_strerror(rv));
+        snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(rv));
         return -1;
     }
-    memcpy(&ep->addr, ai->ai_addr, ai->ai_addrlen);
-    ep->addr_len = ai->ai_addrlen;
+    memcpy(addr, ai->ai_addr, ai->ai_addrlen);
+    *addr_len = ai->ai_addrlen;
     freeaddrinfo(ai);
+    return 0;
+}
+
+int mgb_endpoint_parse(struct mgb_endpoint *ep, const char *url, char *err, size_t errlen)
+{
+    if (strlen(url) >= sizeof(ep->url)) {
+        snprintf(err, errlen, "endpoint list too long");
+        return -1;
+    }
+    snprintf(ep->url, sizeof(ep->url), "%s", url);
+    ep->naddrs = 0;
+    for (const char *p = url;;) {
+        size_t len = strcspn(p, ",");
+        if (ep->naddrs == MGB_EP_ADDRS_MAX) {
+            snprintf(err, errlen, "at most %d endpoint URLs", MGB_EP_ADDRS_MAX);
+            return -1;
+        }
+        char host[160];
+        unsigned i = ep->naddrs;
+        if (endpoint_parse_one(p, len, host, sizeof(host), &ep->addrs[i], &ep->addr_lens[i], err,
+                               errlen) != 0)
+            return -1;
+        if (i == 0)
+            snprintf(ep->host, sizeof(ep->host), "%s", host);
+        ep->naddrs++;
+        if (p[len] == '\0')
+            break;
+        p += len + 1;
+    }
+    ep->addr = ep->addrs[0];
+    ep->addr_len = ep->addr_lens[0];
     return 0;
 }
 
@@ -326,12 +360,16 @@ static void build_signed(const struct mgb_config *cfg, const struct mgb_endpoint
 
 /* ---------------------------------------------------------- one-shot */
 
-static int connect_blocking(const struct mgb_endpoint *ep)
+/* Connect to the endpoint's node n % naddrs (one-shot requests use node 0). */
+static int connect_blocking(const struct mgb_endpoint *ep, unsigned n)
 {
-    int fd = socket(ep->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    unsigned i = ep->naddrs > 1 ? n % ep->naddrs : 0;
+    const struct sockaddr_storage *a = ep->naddrs > 1 ? &ep->addrs[i] : &ep->addr;
+    socklen_t al = ep->naddrs > 1 ? ep->addr_lens[i] : ep->addr_len;
+    int fd = socket(a->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    if (connect(fd, (const struct sockaddr *)&ep->addr, ep->addr_len) != 0) {
+    if (connect(fd, (const struct sockaddr *)a, al) != 0) {
         close(fd);
         return -1;
     }
@@ -449,7 +487,7 @@ int mgb_request(const struct mgb_config *cfg, const struct mgb_endpoint *ep, int
     for (int attempt = 0; attempt < 2; attempt++) {
         int fresh = *fd < 0;
         if (fresh) {
-            *fd = connect_blocking(ep);
+            *fd = connect_blocking(ep, 0);
             if (*fd < 0)
                 break;
             struct timeval tv = {.tv_sec = (time_t)(cfg->timeout_s > 0 ? cfg->timeout_s : 30)};
@@ -746,7 +784,8 @@ static void conn_close(struct conn *c)
 static int conn_open(struct thr *t, struct conn *c)
 {
     assert(c->fd < 0);
-    int fd = connect_blocking(t->run->ep);
+    /* Connection k of the run (threads take consecutive blocks) goes to node k. */
+    int fd = connect_blocking(t->run->ep, t->idx * t->nconns + (unsigned)(c - t->conns));
     if (fd < 0) {
         if (++t->connect_fails >= CONNECT_FAILS_MAX)
             t->failed = 1;

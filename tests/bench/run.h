@@ -17,11 +17,19 @@
 #include "tests/bench/hist.h"
 #include "tests/bench/workload.h"
 
+#define MGB_EP_ADDRS_MAX 16
+
+/* One endpoint: a server, or a cluster given as several comma-separated URLs whose nodes all
+ * serve the same store. Connections are spread over the nodes round-robin; every request
+ * carries (and signs) the first URL's Host, which path-style S3 accepts on any node. */
 struct mgb_endpoint {
-    char url[256];                /* as given: http://host:port */
-    char host[160];               /* Host header value: host[:port] */
-    struct sockaddr_storage addr; /* resolved once */
+    char url[1024];               /* as given: http://host:port[,http://host:port...] */
+    char host[160];               /* Host header value: the first URL's host[:port] */
+    struct sockaddr_storage addr; /* = addrs[0] */
     socklen_t addr_len;
+    struct sockaddr_storage addrs[MGB_EP_ADDRS_MAX]; /* every URL's address, resolved once */
+    socklen_t addr_lens[MGB_EP_ADDRS_MAX];
+    unsigned naddrs;
     char access_key[128];
     char secret_key[128];
     char label[8];                /* "A" / "B" */
@@ -101,7 +109,8 @@ void mgb_result_merge(struct mgb_result *dst, const struct mgb_result *src);
 uint64_t mgb_result_total_ops(const struct mgb_result *r);
 uint64_t mgb_result_total_errors(const struct mgb_result *r);
 
-/* Resolve url ("http://host[:port]") into ep. Returns 0 or -1 with a message in err. */
+/* Resolve url ("http://host[:port]", or several of them separated by commas: the nodes of a
+ * cluster) into ep. Returns 0 or -1 with a message in err. */
 int mgb_endpoint_parse(struct mgb_endpoint *ep, const char *url, char *err, size_t errlen);
 
 /* Blocking one-shot signed request (bucket creation). Returns the HTTP status, or -1 on a

@@ -4,7 +4,8 @@
  * bounds, percentiles, merge), the incremental HTTP response parser (every
  * framing, fed whole and byte by byte), the workload table parser, and the
  * samplers (Pareto statistics, weighted choice), and the expiry scenario's
- * figures (nearest-rank percentiles, recover_s, /metrics lines). Signing is tested by
+ * figures (nearest-rank percentiles, recover_s, /metrics lines), and endpoint lists (a
+ * cluster's nodes). Signing is tested by
  * tests/unit/common against the client fixtures, not here.
  */
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,8 @@
 #include "tests/bench/hist.h"
 #include "tests/bench/http.h"
 #include "tests/bench/rng.h"
+#include "tests/bench/run.h"
+
 #include "tests/bench/workload.h"
 
 /* ------------------------------------------------------------ histogram */
@@ -410,10 +414,41 @@ static void test_expiry_metric(void **state)
     assert_int_equal(mgb_exp_metric("", "metagate_lifecycle_expired_total", &v), -1);
 }
 
+/* ------------------------------------------------------------ endpoints */
+
+static void test_endpoint_list(void **state)
+{
+    (void)state;
+    struct mgb_endpoint ep;
+    char err[200];
+    assert_int_equal(mgb_endpoint_parse(&ep, "http://127.0.0.1:9000", err, sizeof(err)), 0);
+    assert_int_equal(ep.naddrs, 1);
+    assert_string_equal(ep.host, "127.0.0.1:9000");
+    /* A cluster: every node is resolved, the Host is the first node's. */
+    assert_int_equal(mgb_endpoint_parse(&ep, "http://127.0.0.1:9000,http://127.0.0.2:9010/,"
+                                             "http://[::1]:9020",
+                                        err, sizeof(err)),
+                     0);
+    assert_int_equal(ep.naddrs, 3);
+    assert_string_equal(ep.host, "127.0.0.1:9000");
+    const struct sockaddr_in *a1 = (const struct sockaddr_in *)&ep.addrs[1];
+    assert_int_equal(ntohs(a1->sin_port), 9010);
+    assert_int_equal(ntohl(a1->sin_addr.s_addr), 0x7f000002);
+    const struct sockaddr_in6 *a2 = (const struct sockaddr_in6 *)&ep.addrs[2];
+    assert_int_equal(a2->sin6_family, AF_INET6);
+    assert_int_equal(ntohs(a2->sin6_port), 9020);
+    assert_int_equal(mgb_endpoint_parse(&ep, "http://127.0.0.1:9000,", err, sizeof(err)), -1);
+    assert_int_equal(mgb_endpoint_parse(&ep, "http://127.0.0.1:9000,https://h:1", err,
+                                        sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "https://h:1"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hist_buckets),
+        cmocka_unit_test(test_endpoint_list),
         cmocka_unit_test(test_hist_quantiles),
         cmocka_unit_test(test_hist_merge),
         cmocka_unit_test(test_http_content_length),
