@@ -19,28 +19,9 @@
 
 #include "common/common.h"
 #include "meta/rpc.h"
+#include "tests/unit/meta/test_loop.h"
 
 /* ---------------------------------------------------------------- harness */
-
-static void on_stop_timer(uv_timer_t *t)
-{
-    *(int *)t->data = 1;
-}
-
-/* Run loop until *flag (or cond() when given) holds, at most ms. Returns 1 if it held. */
-static int run_until(uv_loop_t *loop, const int *flag, unsigned ms)
-{
-    int expired = 0;
-    uv_timer_t t;
-    uv_timer_init(loop, &t);
-    t.data = &expired;
-    uv_timer_start(&t, on_stop_timer, ms, 0);
-    while (!*flag && !expired)
-        uv_run(loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&t, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
-    return *flag;
-}
 
 static void run_ms(uv_loop_t *loop, unsigned ms)
 {
