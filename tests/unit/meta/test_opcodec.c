@@ -566,8 +566,47 @@ static void test_forged(void **state)
     meta_op_destroy(z);
 }
 
-int main(void)
+/* test_opcodec --write-seeds DIR: the seed corpus of tests/fuzz/fuzz_opcodec.c (its input is
+ * mode byte, key count byte, value): every op type's in and out, with its trailer and without
+ * (mode bit 1: the target appends it), full and zeroed. */
+static int write_seeds(const char *dir)
 {
+    unsigned n = 0;
+    for (int t = 0; t < META_OP__COUNT; t++) {
+        for (int full = 0; full < 2; full++) {
+            struct meta_op *op = full ? full_in((enum meta_op_type)t)
+                                      : meta_op_create((enum meta_op_type)t);
+            if (full)
+                fill_out(op);
+            for (int mode = 0; mode < 4; mode++) {
+                struct mg_buf b;
+                mg_buf_init(&b);
+                uint8_t hdr[2] = {(uint8_t)mode, (uint8_t)op->in.nkeys};
+                mg_buf_append(&b, hdr, 2);
+                if (mode & 1)
+                    meta__opcodec_encode_out(op, full ? MG_ENOSUCHKEY : 0, &b);
+                else
+                    meta__opcodec_encode_in(op, &b);
+                if (mode & 2)
+                    b.len -= 4; /* the target computes the trailer */
+                char path[512];
+                snprintf(path, sizeof(path), "%s/seed%03u", dir, n++);
+                FILE *fp = fopen(path, "wb");
+                if (fp == NULL || fwrite(b.base, 1, b.len, fp) != b.len)
+                    return 1;
+                fclose(fp);
+                mg_buf_close(&b);
+            }
+            meta_op_destroy(op);
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0)
+        return write_seeds(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_in_round_trip),
         cmocka_unit_test(test_out_round_trip),
