@@ -67,6 +67,11 @@
     X(MG_EMETATOOLARGE, "MetadataTooLarge", 400,                                                   \
       "Your metadata headers exceed the maximum allowed metadata size.")                           \
     X(MG_EBADREQUEST, "BadRequest", 400, "Bad Request")                                            \
+    X(MG_EHEADERSTOOLARGE, "RequestHeaderSectionTooLarge", 400,                                    \
+      "Your request header section exceeds the maximum allowed size.")                             \
+    X(MG_EEXPECTATION, "ExpectationFailed", 417,                                                   \
+      "The expectation given in the Expect header cannot be met: only 100-continue is "            \
+      "supported.")                                                                                \
     X(MG_EPRECONDITION, "PreconditionFailed", 412,                                                 \
       "At least one of the pre-conditions you specified did not hold")                             \
     X(MG_ENOTMODIFIED, "NotModified", 304, "Not Modified")                                         \

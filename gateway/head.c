@@ -25,7 +25,13 @@ int gw__head_parse(char *buf, size_t size, struct gw__head *out)
     while (p < end && (*p == '\r' || *p == '\n')) /* as picohttpparser: leading empty lines */
         p++;
     out->n = 0;
+    out->line_len = 0;
+    out->too_many = 0;
     for (int first = 1;; first = 0) {
+        if (!first && out->n == GW_HEAD_HEADERS_MAX && p < end && *p != '\r' && *p != '\n') {
+            out->too_many = 1; /* picohttpparser refuses here, before the line is complete */
+            return -1;
+        }
         char *nl = memchr(p, '\n', (size_t)(end - p));
         if (nl == NULL)
             return size >= GW_HEAD_MAX ? -1 : 0;
@@ -39,6 +45,7 @@ int gw__head_parse(char *buf, size_t size, struct gw__head *out)
                 return -1;
             out->method = h2o_iovec_init(line, (size_t)(sp1 - line));
             out->target = h2o_iovec_init(sp1 + 1, (size_t)(sp2 - sp1 - 1));
+            out->line_len = (size_t)(p - buf);
             continue;
         }
         if (ll == 0) {
@@ -60,6 +67,16 @@ int gw__head_parse(char *buf, size_t size, struct gw__head *out)
     }
 }
 
+size_t gw__head_section(const char *buf, size_t size, const struct gw__head *hd, int rv)
+{
+    if (hd->line_len == 0 || hd->line_len > size)
+        return 0;
+    if (rv != 1)
+        return (size < GW_HEAD_MAX ? size : GW_HEAD_MAX) - hd->line_len;
+    size_t empty = hd->len >= 2 && buf[hd->len - 2] == '\r' ? 2 : 1; /* CRLF or a bare LF */
+    return hd->len - hd->line_len - empty;
+}
+
 int gw__head_framing(const struct gw__head *hd, struct gw__head_framing *out)
 {
     out->content_length = SIZE_MAX;
@@ -78,6 +95,15 @@ int gw__head_framing(const struct gw__head *hd, struct gw__head_framing *out)
             out->expect = 1;
         }
     }
+    return 0;
+}
+
+int gw__head_expect_unmet(const struct gw__head *hd)
+{
+    for (size_t i = 0; i < hd->n; i++)
+        if (gw__head_name_is(hd->h[i].name, "expect") &&
+            !gw__head_name_is(hd->h[i].value, "100-continue"))
+            return 1;
     return 0;
 }
 

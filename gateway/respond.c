@@ -17,6 +17,7 @@
 
 #define MG_MODULE "gateway"
 #include "gateway/core.h"
+#include "gateway/head.h"
 
 #define SLICE_MAX_BYTES (1u << 20)   /* bounded memory per streaming GET */
 #define SMALL_BODY_BYTES (64u << 10) /* below this, one read and one send */
@@ -248,6 +249,8 @@ void gw_respond_error(struct gw_request *r, int rv)
         gw_xml_escape(&b, r->key);
         mg_buf_append(&b, "</Key>", 6);
     }
+    if (rv == MG_EHEADERSTOOLARGE) /* AWS names its bound (conformance report M10) */
+        mg_buf_appendf(&b, "<MaxSizeAllowed>%d</MaxSizeAllowed>", GW_HEAD_SECTION_MAX);
     if (rv == MG_EWRONGREGION) { /* AWS names the region to sign for (report.md M15) */
         mg_buf_append(&b, "<Region>", 8);
         gw_xml_escape(&b, r->srv->region);
