@@ -331,6 +331,8 @@ static int connect_pool(struct eng_rados *r, const struct eng_rados_opts *o, cha
         rados_shutdown(r->cluster);
         return rv == -ENOENT ? MG_ECONFIG : MG_EIO;
     }
+    if (o->nspace != NULL && o->nspace[0] != '\0')
+        rados_ioctx_set_namespace(r->io, o->nspace);
     return 0;
 }
 
@@ -362,8 +364,9 @@ int eng_rados_open(const struct eng_rados_opts *o, struct eng_rados **out, char 
         rv = MG_EIO;
         goto err_after_locks;
     }
-    mg_log(MG_LOG_INFO, "event=rados_open pool=%s writer_id=%" PRIu64 " stripe_bytes=%u inflight=%u",
-           o->pool, r->id, sb, inflight);
+    mg_log(MG_LOG_INFO,
+           "event=rados_open pool=%s namespace=%s writer_id=%" PRIu64 " stripe_bytes=%u inflight=%u",
+           o->pool, o->nspace != NULL ? o->nspace : "", r->id, sb, inflight);
     *out = r;
     return 0;
 

@@ -53,6 +53,9 @@ struct eng_rados_opts {
     const char *conf;      /* ceph.conf path (mon host, keyring) */
     const char *pool;      /* pool name */
     const char *user;      /* client name without "client." (NULL: "admin") */
+    const char *nspace;    /* RADOS namespace of every object (NULL or "": the default one).
+                              Stores that share a pool must not share a namespace unless they
+                              are one store (a cluster): foreach sees the whole namespace */
     uint32_t stripe_bytes; /* power of two in [MIN, MAX]; 0: MAX. Tests make it small */
     uint32_t inflight_max; /* stripe writes in flight per writer, <= ENG_RADOS_INFLIGHT_MAX;
                               0: ENG_RADOS_INFLIGHT_DEFAULT */
@@ -118,7 +121,7 @@ void eng_rados_unpin(struct eng_rados *r, const struct eng_blob_ref *ref);
 void eng_rados_retire(struct eng_rados *r, const struct eng_blob_ref *ref);
 size_t eng_rados_retire_backlog(struct eng_rados *r);
 
-/* As eng_blob_foreach, over every blob of the pool (this open's and others'): lists the pool
+/* As eng_blob_foreach, over every blob of the namespace (this open's and others'): lists it
  * (O(objects) names), groups stripes by blob, reads each stripe 0's header (one small op per
  * blob). A finished blob is reported with its ref; an unfinished one (no valid header) with
  * crc32c 0 and a length covering every stripe seen, so that eng_rados_free removes them all,

@@ -7,12 +7,20 @@
  * metadata can reference them. Reads map an offset onto the extents (one per
  * part after a multipart complete). Copies stream in 1 MiB chunks and hash as
  * they go.
+ *
+ * It also owns the blob backend (meta/data.h): the local blob store or RADOS
+ * (data.backend, issue 10), chosen at open, and the dispatch of every blob
+ * call by the kind of the ref.
  */
 #include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MG_MODULE "meta"
+#include "engine/rados.h"
+#include "meta/data.h"
 #include "meta/op.h"
 
 #define COPY_CHUNK_BYTES (1u << 20)
@@ -23,7 +31,7 @@ struct meta_data_writer {
     char *buf; /* inline bytes, until bw exists */
     size_t len;
     size_t cap;
-    struct eng_blob_writer *bw; /* once past the inline threshold */
+    struct meta__blob_writer *bw; /* once past the inline threshold */
     uint64_t total;
     int poisoned;
 };
@@ -31,13 +39,13 @@ struct meta_data_writer {
 static int switch_to_blob(struct meta_data_writer *w)
 {
     assert(w->bw == NULL);
-    int rv = eng_blob_writer_create(w->ms->bs, w->size_hint, &w->bw);
+    int rv = meta__blob_writer_create(w->ms, w->size_hint, &w->bw);
     if (rv != 0) {
         w->bw = NULL;
         return rv;
     }
     if (w->len > 0)
-        rv = eng_blob_writer_append(w->bw, w->buf, w->len);
+        rv = meta__blob_writer_append(w->bw, w->buf, w->len);
     mg_free(w->buf);
     w->buf = NULL;
     w->len = w->cap = 0;
@@ -68,7 +76,7 @@ int meta_data_writer_append(struct meta_data_writer *w, const void *data, size_t
     if (w->bw == NULL && w->len + len > w->ms->opts.inline_max_bytes)
         rv = switch_to_blob(w);
     if (rv == 0 && w->bw != NULL) {
-        rv = eng_blob_writer_append(w->bw, data, len);
+        rv = meta__blob_writer_append(w->bw, data, len);
     } else if (rv == 0 && len > 0) {
         if (w->len + len > w->cap) {
             size_t cap = w->cap ? w->cap * 2 : 4096;
@@ -99,7 +107,7 @@ int meta_data_writer_finish(struct meta_data_writer *w, struct mg_arena *a, stru
     if (w->bw != NULL) {
         out->extents = mg_arena_alloc(a, sizeof(*out->extents));
         out->nextents = 1;
-        rv = eng_blob_writer_finish(w->bw, &out->extents[0].ref);
+        rv = meta__blob_writer_finish(w->bw, &out->extents[0].ref);
         if (rv == 0 && out->extents[0].ref.length != w->total)
             rv = MG_EIO; /* the engine broke its contract: never reference short data */
     } else {
@@ -117,7 +125,7 @@ void meta_data_writer_abort(struct meta_data_writer *w)
     if (w == NULL)
         return;
     if (w->bw != NULL)
-        eng_blob_writer_abort(w->bw);
+        meta__blob_writer_abort(w->bw);
     mg_free(w->buf);
     mg_free(w);
 }
@@ -125,7 +133,7 @@ void meta_data_writer_abort(struct meta_data_writer *w)
 void meta_data_release(struct meta_store *ms, const struct meta_data *d)
 {
     for (size_t i = 0; i < d->nextents; i++)
-        eng_blob_free(ms->bs, &d->extents[i].ref);
+        meta__blob_free(ms, &d->extents[i].ref);
 }
 
 /* Design: an overwrite or delete of an object being streamed by a GET must not punch holes
@@ -145,16 +153,16 @@ void meta__data_retire(struct meta_store *ms, const struct meta_data *d)
         return;
     }
     for (size_t i = 0; i < d->nextents; i++)
-        eng_blob_retire(ms->bs, &d->extents[i].ref);
+        meta__blob_retire(ms, &d->extents[i].ref);
 }
 
 int meta_data_pin(struct meta_store *ms, const struct meta_data *d)
 {
     for (size_t i = 0; i < d->nextents; i++) {
-        int rv = eng_blob_pin(ms->bs, &d->extents[i].ref);
+        int rv = meta__blob_pin(ms, &d->extents[i].ref);
         if (rv != 0) {
             while (i-- > 0)
-                eng_blob_unpin(ms->bs, &d->extents[i].ref);
+                meta__blob_unpin(ms, &d->extents[i].ref);
             return rv;
         }
     }
@@ -164,7 +172,7 @@ int meta_data_pin(struct meta_store *ms, const struct meta_data *d)
 void meta_data_unpin(struct meta_store *ms, const struct meta_data *d)
 {
     for (size_t i = 0; i < d->nextents; i++)
-        eng_blob_unpin(ms->bs, &d->extents[i].ref);
+        meta__blob_unpin(ms, &d->extents[i].ref);
 }
 
 int meta_data_read(struct meta_store *ms, const struct meta_data *d, uint64_t offset, void *buf,
@@ -187,7 +195,7 @@ int meta_data_read(struct meta_store *ms, const struct meta_data *d, uint64_t of
             continue;
         }
         size_t n = r->length - offset < len ? (size_t)(r->length - offset) : len;
-        int rv = eng_blob_read(ms->bs, r, offset, dst, n);
+        int rv = meta__blob_read(ms, r, offset, dst, n);
         if (rv != 0)
             return rv == MG_EINVALIDARGUMENT ? MG_ECORRUPT : rv;
         dst += n;
@@ -228,4 +236,180 @@ int meta__data_copy(struct meta_store *ms, const struct meta_data *src, uint64_t
         return rv;
     }
     return meta_data_writer_finish(w, a, out);
+}
+
+/* ------------------------------------------------------------ the backend */
+
+int meta__blobs_open(struct meta_store *ms, char *errmsg)
+{
+    assert(ms->bs == NULL && ms->rados == NULL);
+    const struct meta_rados_opts *ro = ms->opts.rados;
+    if (ro != NULL) {
+        /* MG_RADOS_NAMESPACE: a test knob giving each test server of one pool its own
+         * namespace (foreach, so the orphan collector and fsck, see the whole namespace).
+         * TODO(#10): a data.rados.namespace config key; a cluster's nodes share one. */
+        struct eng_rados_opts o = {.conf = ro->conf,
+                                   .pool = ro->pool,
+                                   .user = ro->user,
+                                   .nspace = getenv("MG_RADOS_NAMESPACE")};
+        return eng_rados_open(&o, &ms->rados, errmsg);
+    }
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/blobs", ms->data_dir);
+    struct eng_blob_opts bo = {0};
+    return eng_blob_open(path, &bo, &ms->bs, errmsg);
+}
+
+void meta__blobs_close(struct meta_store *ms)
+{
+    eng_blob_close(ms->bs);
+    eng_rados_close(ms->rados);
+    ms->bs = NULL;
+    ms->rados = NULL;
+}
+
+void meta__blobs_stats(struct meta_store *ms, struct eng_blob_stats *out)
+{
+    if (ms->bs != NULL) {
+        eng_blob_stats_get(ms->bs, out);
+        return;
+    }
+    struct eng_rados_stats st;
+    eng_rados_stats_get(ms->rados, &st);
+    *out = (struct eng_blob_stats){.segments = eng_rados_writer_id(ms->rados),
+                                   .bytes_written = st.bytes_written,
+                                   .bytes_freed = st.bytes_freed,
+                                   .corrupt_reads = st.corrupt_reads,
+                                   .pinned = st.pinned,
+                                   .retire_backlog = st.retire_backlog,
+                                   .retired = st.retired,
+                                   .reaped = st.reaped,
+                                   .retire_over_limit = st.retire_over_limit};
+}
+
+struct meta__blob_writer {
+    struct eng_blob_writer *local;
+    struct eng_rados_writer *rados;
+};
+
+int meta__blob_writer_create(struct meta_store *ms, uint64_t size_hint,
+                             struct meta__blob_writer **out)
+{
+    struct meta__blob_writer *w = mg_calloc(1, sizeof(*w));
+    int rv = ms->rados != NULL ? eng_rados_writer_create(ms->rados, size_hint, &w->rados)
+                               : eng_blob_writer_create(ms->bs, size_hint, &w->local);
+    if (rv != 0) {
+        mg_free(w);
+        return rv;
+    }
+    *out = w;
+    return 0;
+}
+
+int meta__blob_writer_append(struct meta__blob_writer *w, const void *data, size_t len)
+{
+    return w->rados != NULL ? eng_rados_writer_append(w->rados, data, len)
+                            : eng_blob_writer_append(w->local, data, len);
+}
+
+int meta__blob_writer_finish(struct meta__blob_writer *w, struct eng_blob_ref *ref)
+{
+    int rv = w->rados != NULL ? eng_rados_writer_finish(w->rados, ref)
+                              : eng_blob_writer_finish(w->local, ref);
+    mg_free(w);
+    return rv;
+}
+
+void meta__blob_writer_abort(struct meta__blob_writer *w)
+{
+    if (w == NULL)
+        return;
+    if (w->rados != NULL)
+        eng_rados_writer_abort(w->rados);
+    else
+        eng_blob_writer_abort(w->local);
+    mg_free(w);
+}
+
+/* The backend that holds ref: 1 RADOS, 0 local, -1 neither is open for its kind (logged). */
+static int ref_backend(struct meta_store *ms, const struct eng_blob_ref *ref)
+{
+    int rados = eng_rados_ref_is(ref);
+    if (rados ? ms->rados != NULL : ms->bs != NULL)
+        return rados;
+    mg_log(MG_LOG_ERROR, "event=blob_backend_mismatch seg=%" PRIx64 " off=%" PRIu64
+                         " ref=%s store=%s",
+           ref->segment, ref->offset, rados ? "rados" : "local", ms->rados ? "rados" : "local");
+    return -1;
+}
+
+int meta__blob_read(struct meta_store *ms, const struct eng_blob_ref *ref, uint64_t offset,
+                    void *buf, size_t len)
+{
+    switch (ref_backend(ms, ref)) {
+    case 1:
+        return eng_rados_read(ms->rados, ref, offset, buf, len);
+    case 0:
+        return eng_blob_read(ms->bs, ref, offset, buf, len);
+    default:
+        return MG_ECORRUPT;
+    }
+}
+
+int meta__blob_verify(struct meta_store *ms, const struct eng_blob_ref *ref)
+{
+    switch (ref_backend(ms, ref)) {
+    case 1:
+        return eng_rados_verify(ms->rados, ref);
+    case 0:
+        return eng_blob_verify(ms->bs, ref);
+    default:
+        return MG_ECORRUPT;
+    }
+}
+
+void meta__blob_free(struct meta_store *ms, const struct eng_blob_ref *ref)
+{
+    int b = ref_backend(ms, ref);
+    if (b == 1)
+        eng_rados_free(ms->rados, ref);
+    else if (b == 0)
+        eng_blob_free(ms->bs, ref);
+}
+
+int meta__blob_pin(struct meta_store *ms, const struct eng_blob_ref *ref)
+{
+    /* A ref of the other kind pins nothing: its reads fail on their own. Unpin matches. */
+    int b = ref_backend(ms, ref);
+    return b == 1 ? eng_rados_pin(ms->rados, ref) : b == 0 ? eng_blob_pin(ms->bs, ref) : 0;
+}
+
+void meta__blob_unpin(struct meta_store *ms, const struct eng_blob_ref *ref)
+{
+    int b = eng_rados_ref_is(ref);
+    if (b && ms->rados != NULL)
+        eng_rados_unpin(ms->rados, ref);
+    else if (!b && ms->bs != NULL)
+        eng_blob_unpin(ms->bs, ref);
+}
+
+void meta__blob_retire(struct meta_store *ms, const struct eng_blob_ref *ref)
+{
+    int b = ref_backend(ms, ref);
+    if (b == 1)
+        eng_rados_retire(ms->rados, ref);
+    else if (b == 0)
+        eng_blob_retire(ms->bs, ref);
+}
+
+size_t meta__blob_retire_backlog(struct meta_store *ms)
+{
+    return ms->rados != NULL ? eng_rados_retire_backlog(ms->rados)
+                             : eng_blob_retire_backlog(ms->bs);
+}
+
+int meta__blob_foreach(struct meta_store *ms, eng_blob_foreach_cb cb, void *ctx)
+{
+    return ms->rados != NULL ? eng_rados_foreach(ms->rados, cb, ctx)
+                             : eng_blob_foreach(ms->bs, cb, ctx);
 }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #define MG_MODULE "fsck"
+#include "meta/data.h"
 #include "meta/fsck.h"
 #include "meta/internal.h"
 #include "meta/scrub.h"
@@ -124,7 +125,7 @@ static int check_item(void *ctx, const struct meta_scrub_item *it)
             continue;
         }
         l->referenced = 1;
-        int rv = eng_blob_verify(f->ms->bs, ref);
+        int rv = meta__blob_verify(f->ms, ref);
         if (rv != 0)
             problem_add(f, P_CHECKSUM, it, ref, rv);
         else
@@ -141,7 +142,17 @@ static int check_stopped(const char *dir)
     snprintf(path, sizeof(path), "%s/db", dir);
     int have_db = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     snprintf(path, sizeof(path), "%s/blobs/LOCK", dir);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int fd = open(path, O_RDWR | O_CLOEXEC), rv, e;
+    if (fd < 0 && have_db) { /* data.backend rados: no blobs/, RocksDB's fcntl lock tells */
+        snprintf(path, sizeof(path), "%s/db/LOCK", dir);
+        if ((fd = open(path, O_RDWR | O_CLOEXEC)) >= 0) {
+            struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+            rv = fcntl(fd, F_GETLK, &fl);
+            e = rv != 0 ? errno : EWOULDBLOCK;
+            rv = rv != 0 || fl.l_type != F_UNLCK ? -1 : 0;
+            goto probed;
+        }
+    }
     if (!have_db || fd < 0) {
         fprintf(stderr, "metagate: %s is not a metagate data directory (no db/ or blobs/LOCK)\n",
                 dir);
@@ -149,8 +160,9 @@ static int check_stopped(const char *dir)
             close(fd);
         return -1;
     }
-    int rv = flock(fd, LOCK_EX | LOCK_NB);
-    int e = errno;
+    rv = flock(fd, LOCK_EX | LOCK_NB);
+    e = errno;
+probed:
     close(fd); /* releases the probe's lock */
     if (rv != 0) {
         fprintf(stderr,
@@ -275,7 +287,7 @@ static void repair(struct fsck *f, uint64_t *freed, uint64_t *deleted, uint64_t 
     for (size_t i = 0; i < f->nlive; i++) {
         if (f->live[i].referenced)
             continue;
-        eng_blob_free(f->ms->bs, &f->live[i].ref);
+        meta__blob_free(f->ms, &f->live[i].ref);
         mg_log(MG_LOG_INFO, "event=fsck_orphan_freed segment=%" PRIu64 " offset=%" PRIu64
                " length=%" PRIu64, f->live[i].ref.segment, f->live[i].ref.offset,
                f->live[i].ref.length);
@@ -316,9 +328,16 @@ int meta_fsck_main(int argc, char **argv)
 {
     const char *dir = NULL;
     int do_repair = 0;
+    struct meta_rados_opts ro = {0}; /* data.backend rados: the store's data.rados */
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--data") == 0 && i + 1 < argc) {
             dir = argv[++i];
+        } else if (strcmp(argv[i], "--rados-conf") == 0 && i + 1 < argc) {
+            ro.conf = argv[++i];
+        } else if (strcmp(argv[i], "--rados-pool") == 0 && i + 1 < argc) {
+            ro.pool = argv[++i];
+        } else if (strcmp(argv[i], "--rados-user") == 0 && i + 1 < argc) {
+            ro.user = argv[++i];
         } else if (strcmp(argv[i], "--repair") == 0) {
             do_repair = 1;
         } else {
@@ -327,8 +346,9 @@ int meta_fsck_main(int argc, char **argv)
             break;
         }
     }
-    if (dir == NULL) {
-        fprintf(stderr, "usage: metagate admin fsck --data DIR [--repair]\n");
+    if (dir == NULL || (ro.conf == NULL) != (ro.pool == NULL)) {
+        fprintf(stderr, "usage: metagate admin fsck --data DIR [--repair] "
+                        "[--rados-conf PATH --rados-pool NAME [--rados-user NAME]]\n");
         return 2;
     }
     umask(077);
@@ -339,6 +359,8 @@ int meta_fsck_main(int argc, char **argv)
      * intents and free blobs, and a check without --repair changes nothing. */
     setenv("MG_ORPHAN_PERIOD_MS", "0", 1);
     struct meta_opts mo = {.data_dir = dir, .inline_max_bytes = 4096};
+    if (ro.conf != NULL)
+        mo.rados = &ro;
     struct fsck f = {0};
     char errmsg[256] = "";
     int rv = meta_store_open(&mo, &f.ms, errmsg);
@@ -352,7 +374,7 @@ int meta_fsck_main(int argc, char **argv)
                 READY_TIMEOUT_MS / 1000);
         goto out;
     }
-    if ((rv = eng_blob_foreach(f.ms->bs, live_add, &f)) != 0) {
+    if ((rv = meta__blob_foreach(f.ms, live_add, &f)) != 0) {
         fprintf(stderr, "metagate: %s: reading the blob segments: %s\n", dir, mg_err_name(rv));
         goto out;
     }

@@ -213,7 +213,8 @@ struct meta_store {
     struct meta_opts opts;
     char *data_dir;
     struct eng_db *db;
-    struct eng_blobstore *bs;
+    struct eng_blobstore *bs;        /* data.backend local (meta/data.h), else NULL */
+    struct eng_rados *rados;         /* data.backend rados (engine/rados.h), else NULL */
     struct meta_shard shard;
     atomic_uint_fast64_t list_steps; /* iterator seeks + nexts by LIST (tests assert bounds) */
     uint32_t free_grace_ms;          /* see meta_opts; tests set 0 for immediate frees */

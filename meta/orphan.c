@@ -78,6 +78,7 @@
 
 #define MG_MODULE "meta"
 #include "common/config.h"
+#include "meta/data.h"
 #include "meta/op.h"
 #include "meta/orphan.h"
 
@@ -347,7 +348,7 @@ static int intents_pass(struct collector *c, struct live *v, size_t n, int64_t w
                    ": kept, not retired", ref.segment, ref.offset);
             continue;
         }
-        eng_blob_retire(ms->bs, &ref);
+        meta__blob_retire(ms, &ref);
         replayed++;
     }
     int rv = eng_iter_status(it);
@@ -528,7 +529,7 @@ static int pass(struct collector *c, int64_t now)
     int64_t t0 = meta_orphan_now_ms();
     int64_t walk_wall = meta__now_ms();
     struct vec v = {0};
-    int rv = eng_blob_foreach(ms->bs, on_blob, &v);
+    int rv = meta__blob_foreach(ms, on_blob, &v);
     struct live *lv = v.p;
     size_t n = v.n;
     if (rv == 0 && n > 1)
@@ -542,7 +543,7 @@ static int pass(struct collector *c, int64_t now)
         c->replayed = 1;
     uint64_t found = 0, bytes = 0, freed = 0, freed_bytes = 0;
     size_t ne = rv == 0 ? update_seen(c, lv, n, now, &found, &bytes) : 0;
-    if (ne > 0 && eng_blob_retire_backlog(ms->bs) > ENG_BLOB_RETIRE_BACKLOG_MAX / 2)
+    if (ne > 0 && meta__blob_retire_backlog(ms) > ENG_BLOB_RETIRE_BACKLOG_MAX / 2)
         ne = 0; /* the reaper is behind: leave them for a later pass */
     if (atomic_load(&c->stop))
         ne = 0;
@@ -564,7 +565,7 @@ static int pass(struct collector *c, int64_t now)
             continue;
         mg_log(MG_LOG_INFO, "event=orphan_retired seg=%" PRIx64 " off=%" PRIu64
                " len=%" PRIu64, lv[i].ref.segment, lv[i].ref.offset, lv[i].ref.length);
-        eng_blob_retire(ms->bs, &lv[i].ref);
+        meta__blob_retire(ms, &lv[i].ref);
         freed++;
         freed_bytes += lv[i].ref.length;
     }

@@ -26,6 +26,7 @@
 
 #define MG_MODULE "meta"
 #include "common/config.h"
+#include "meta/data.h"
 #include "meta/internal.h"
 #include "meta/scrub.h"
 
@@ -345,15 +346,15 @@ static int scrub_item(void *ctx, const struct meta_scrub_item *it)
         return MG_ESHUTDOWN;
     for (size_t i = 0; i < it->data->nextents; i++) {
         const struct eng_blob_ref *ref = &it->data->extents[i].ref;
-        int rv = eng_blob_pin(s->ms->bs, ref);
+        int rv = meta__blob_pin(s->ms, ref);
         int skipped = rv != 0;
         if (rv == 0) {
             /* Pinned, then confirmed referenced: the reaper cannot free it under the read. */
             if (!meta_scrub_row_has_ref(s->ms, it->row_key, ref))
                 skipped = 1;
             else
-                rv = eng_blob_verify(s->ms->bs, ref);
-            eng_blob_unpin(s->ms->bs, ref);
+                rv = meta__blob_verify(s->ms, ref);
+            meta__blob_unpin(s->ms, ref);
         }
         if (!skipped && rv != 0 && !meta_scrub_row_has_ref(s->ms, it->row_key, ref))
             skipped = 1; /* overwritten meanwhile: not a failure */

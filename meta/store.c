@@ -17,6 +17,7 @@
 
 #define MG_MODULE "meta"
 #include "common/fs.h"
+#include "meta/data.h"
 #include "meta/op.h"
 #include "meta/orphan.h"
 
@@ -275,9 +276,7 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
     ms->shard.sync = 0;
     if ((rv = format_check(ms, errmsg)) != 0)
         goto err_after_db;
-    snprintf(path, sizeof(path), "%s/blobs", ms->data_dir);
-    struct eng_blob_opts bo = {0};
-    if ((rv = eng_blob_open(path, &bo, &ms->bs, errmsg)) != 0)
+    if ((rv = meta__blobs_open(ms, errmsg)) != 0) /* data.backend (meta/data.h) */
         goto err_after_db;
     locks_init(ms);
     atomic_init(&ms->list_steps, 0);
@@ -298,7 +297,7 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
 
 err_after_blobs:
     locks_destroy(ms);
-    eng_blob_close(ms->bs);
+    meta__blobs_close(ms);
 err_after_db:
     eng_db_close(ms->db);
 err_after_alloc:
@@ -316,7 +315,7 @@ void meta_store_close(struct meta_store *ms)
         return;
     meta_orphan_stop(ms);
     meta__rt_stop(ms);
-    eng_blob_close(ms->bs);
+    meta__blobs_close(ms);
     eng_db_close(ms->db);
     locks_destroy(ms);
     mg_free(ms->data_dir);
@@ -339,6 +338,6 @@ void meta_stats_get(struct meta_store *ms, struct meta_stats *out)
     out->rocksdb_estimate_keys = eng_db_property_int(ms->db, "rocksdb.estimate-num-keys");
     out->rocksdb_sst_bytes = eng_db_property_int(ms->db, "rocksdb.total-sst-files-size");
     out->rocksdb_memtable_bytes = eng_db_property_int(ms->db, "rocksdb.cur-size-all-mem-tables");
-    eng_blob_stats_get(ms->bs, &out->blobs);
+    meta__blobs_stats(ms, &out->blobs);
     eng_db_stats_get(ms->db, &out->db);
 }

@@ -75,6 +75,34 @@ def flip_on_disk(blobs_dir, data, offset):
     return path, at
 
 
+def flip_in_rados(server, data, offset):
+    """flip_on_disk for data.backend rados (MG_TEST_DATA_RADOS): the byte is
+    flipped in the stripe object holding it, in the server's namespace, with
+    the rados CLI (get, flip, put: write_full keeps the object's xattrs, so its
+    stored chunk CRCs no longer match). Returns (object name, offset)."""
+    r = server.rados
+    base = ["rados", "-c", r["conf"], "--id", r["user"], "-p", r["pool"], "-N", server.rados_ns]
+    names = subprocess.run(base + ["ls"], capture_output=True, text=True, check=True,
+                           timeout=60).stdout.split()
+    marker = data[offset:offset + 64]
+    tmp = os.path.join(server.workdir, "stripe")
+    hits = []
+    for name in sorted(n for n in names if n.startswith("mg.") and n != "mg.instances"):
+        subprocess.run(base + ["get", name, tmp], check=True, timeout=60)
+        with open(tmp, "rb") as f:
+            content = f.read()
+        at = content.find(marker)
+        if at >= 0:
+            hits.append((name, at, content))
+    if len(hits) != 1:
+        raise AssertionError("marker found in %d RADOS objects" % len(hits))
+    name, at, content = hits[0]
+    with open(tmp, "wb") as f:
+        f.write(content[:at] + bytes([content[at] ^ 0x5A]) + content[at + 1:])
+    subprocess.run(base + ["put", name, tmp], check=True, timeout=60)
+    return name, at
+
+
 class Integrity(S3TestCase):
     @classmethod
     def setUpClass(cls):
@@ -95,8 +123,12 @@ class Integrity(S3TestCase):
         # The bytes are on disk (every PUT fsyncs before it answers); flip them under the
         # running server. Reads go through the page cache, which now holds the bad byte.
         blobs = os.path.join(cls.server.data_dir, "blobs")
-        cls.flipped = [flip_on_disk(blobs, cls.big, BIG_BAD),
-                       flip_on_disk(blobs, cls.mpu, MPU_BAD)]
+        if cls.server.rados:
+            cls.flipped = [flip_in_rados(cls.server, cls.big, BIG_BAD),
+                           flip_in_rados(cls.server, cls.mpu, MPU_BAD)]
+        else:
+            cls.flipped = [flip_on_disk(blobs, cls.big, BIG_BAD),
+                           flip_on_disk(blobs, cls.mpu, MPU_BAD)]
         print("# flipped %s" % cls.flipped, flush=True)
 
     @classmethod
@@ -232,13 +264,16 @@ class Integrity(S3TestCase):
 
     def test_f_fsck_reports_checksum_failures(self):
         cmd = [os.environ["MG_BIN"], "admin", "fsck", "--data", self.server.data_dir]
-        busy = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        cmd += self.server.fsck_args()
+        busy = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                              env=self.server.rados_env())
         print("# fsck while serving: rc %d: %s" % (busy.returncode, busy.stderr.strip()),
               flush=True)
         self.assertEqual(busy.returncode, 1)
         self.assertIn("in use", busy.stderr)
         self.server.stop()
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                           env=self.server.rados_env())
         print("".join("# " + l + "\n" for l in r.stdout.splitlines()), end="", flush=True)
         self.assertEqual(r.returncode, 3, r.stderr)
         report = json.loads(r.stdout.strip().splitlines()[-1])
@@ -250,7 +285,9 @@ class Integrity(S3TestCase):
 
     def fsck(self, *extra):
         cmd = [os.environ["MG_BIN"], "admin", "fsck", "--data", self.server.data_dir]
-        r = subprocess.run(cmd + list(extra), capture_output=True, text=True, timeout=120)
+        cmd += self.server.fsck_args()
+        r = subprocess.run(cmd + list(extra), capture_output=True, text=True, timeout=120,
+                           env=self.server.rados_env())
         print("".join("# " + l + "\n" for l in r.stdout.splitlines()), end="", flush=True)
         return r.returncode, json.loads(r.stdout.strip().splitlines()[-1])
 

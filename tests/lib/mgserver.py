@@ -22,6 +22,20 @@ import urllib.request
 HEALTH_TIMEOUT_S = 30
 STOP_TIMEOUT_S = 10
 
+# data.backend "rados" for every server (issue 10): MG_TEST_DATA_RADOS names a
+# data.rados.json written by deploy/ceph-up; each server then gets its own RADOS
+# namespace (MG_RADOS_NAMESPACE), so servers sharing the pool never see each
+# other's blobs (the orphan collector and fsck walk the whole namespace).
+RADOS_JSON = os.environ.get("MG_TEST_DATA_RADOS")
+
+
+def rados_opts():
+    """The data.rados object of the rados test mode, or None."""
+    if not RADOS_JSON:
+        return None
+    with open(RADOS_JSON) as f:
+        return json.load(f)
+
 
 def free_port():
     """A TCP port on 127.0.0.1 that nothing listens on right now (bind 0)."""
@@ -87,6 +101,8 @@ class Server:
         self.starts = 0
         if tls:
             self.cert_file, self.key_file = make_cert(workdir, domain)
+        self.rados = rados_opts()
+        self.rados_ns = "t" + secrets.token_hex(8) if self.rados else None
 
     # -- addresses ---------------------------------------------------------
     @property
@@ -124,6 +140,23 @@ class Server:
             e["MG_CA_FILE"] = self.cert_file
         if self.domain:
             e["MG_DOMAIN"] = self.domain
+        if self.rados:
+            e["MG_RADOS_NAMESPACE"] = self.rados_ns
+        return e
+
+    def fsck_args(self):
+        """What `metagate admin fsck --data DIR` needs on top for this server's
+        data backend (and rados_env() its namespace)."""
+        if not self.rados:
+            return []
+        return ["--rados-conf", self.rados["conf"], "--rados-pool", self.rados["pool"],
+                "--rados-user", self.rados["user"]]
+
+    def rados_env(self):
+        """os.environ plus this server's RADOS namespace (rados mode)."""
+        e = dict(os.environ)
+        if self.rados:
+            e["MG_RADOS_NAMESPACE"] = self.rados_ns
         return e
 
     # -- lifecycle -----------------------------------------------------------
@@ -139,6 +172,8 @@ class Server:
             cfg["tls"] = {"cert_file": self.cert_file, "key_file": self.key_file}
         if self.domain:
             cfg["domain"] = self.domain
+        if self.rados:
+            cfg["data"] = {"backend": "rados", "rados": self.rados}
         cfg.update(self.extra_config)
         # The raft host's port (default: the S3 port + 1, which a busy machine's client
         # sockets often hold) is chosen free on every start; a single voter never dials
@@ -176,7 +211,7 @@ class Server:
             [self.binary, "serve", "--config", self.config_file,
              "--listen", "127.0.0.1:%d" % self.port, "--data", self.data_dir],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            start_new_session=True, env=self.rados_env())
         log.close()
         deadline = time.monotonic() + HEALTH_TIMEOUT_S
         while time.monotonic() < deadline:
