@@ -659,6 +659,111 @@ void mg_cksum_close(struct mg_cksum *c)
     c->algo = MG_CKSUM_NONE;
 }
 
+/* ------------------------------------------------------------ CRC combination
+ *
+ * S3's full-object checksum of a multipart upload is the CRC of the whole object, made from the
+ * parts' CRCs without reading a byte (the parts' sizes are known). CRC-32, CRC-32C and
+ * CRC-64/NVME are reflected and their initial value equals their final XOR (all ones), so for
+ * A followed by B: crc(AB) = crc(A) * x^(8 len(B)) + crc(B) over GF(2) modulo the polynomial
+ * (the register preset and the final XOR cancel). Values are kept in the reflected form the
+ * tables use: bit width-1 is the coefficient of x^0, bit 0 that of x^(width-1). */
+
+struct crc_field {
+    uint64_t poly; /* reflected, without x^width */
+    unsigned width;
+};
+
+static int crc_field_of(enum mg_cksum_algo a, struct crc_field *f)
+{
+    switch (a) {
+    case MG_CKSUM_CRC32:
+        *f = (struct crc_field){0xedb88320u, 32};
+        return 0;
+    case MG_CKSUM_CRC32C:
+        *f = (struct crc_field){0x82f63b78u, 32};
+        return 0;
+    case MG_CKSUM_CRC64NVME:
+        *f = (struct crc_field){0x9a6c9329ac4bc9b5ULL, 64};
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* a * x mod P. */
+static uint64_t crc_times_x(const struct crc_field *f, uint64_t a)
+{
+    return a & 1 ? (a >> 1) ^ f->poly : a >> 1;
+}
+
+/* a * b mod P: b times each power of x present in a, lowest power first. */
+static uint64_t crc_mul(const struct crc_field *f, uint64_t a, uint64_t b)
+{
+    uint64_t r = 0;
+    for (unsigned i = 0; i < f->width; i++) {
+        if ((a >> (f->width - 1 - i)) & 1)
+            r ^= b;
+        b = crc_times_x(f, b);
+    }
+    return r;
+}
+
+/* x^(8 n) mod P by squaring. */
+static uint64_t crc_x8n(const struct crc_field *f, uint64_t n)
+{
+    uint64_t one = 1ULL << (f->width - 1), r = one, base = one;
+    for (int i = 0; i < 8; i++)
+        base = crc_times_x(f, base); /* x^8 */
+    for (; n != 0; n >>= 1) {
+        if (n & 1)
+            r = crc_mul(f, r, base);
+        base = crc_mul(f, base, base);
+    }
+    return r;
+}
+
+uint64_t mg_crc_combine(enum mg_cksum_algo a, uint64_t crc_a, uint64_t crc_b, uint64_t len_b)
+{
+    struct crc_field f;
+    if (crc_field_of(a, &f) != 0)
+        return 0;
+    return crc_mul(&f, crc_a, crc_x8n(&f, len_b)) ^ crc_b;
+}
+
+void mg_crc_concat_init(struct mg_crc_concat *c, enum mg_cksum_algo a)
+{
+    struct crc_field f;
+    c->algo = a;
+    c->crc = 0; /* the CRC of nothing, for all three */
+    c->bad = crc_field_of(a, &f) != 0;
+}
+
+void mg_crc_concat_add(struct mg_crc_concat *c, struct mg_str value, uint64_t size)
+{
+    uint8_t raw[16];
+    size_t want = c->algo == MG_CKSUM_CRC64NVME ? 8 : 4;
+    long n = c->bad ? -1 : mg_base64_decode(value, raw, sizeof(raw));
+    if (n != (long)want) {
+        c->bad = 1;
+        return;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < want; i++)
+        v = v << 8 | raw[i]; /* big-endian, as mg_cksum_final writes it */
+    c->crc = mg_crc_combine(c->algo, c->crc, v, size);
+}
+
+size_t mg_crc_concat_final(const struct mg_crc_concat *c, char out[16])
+{
+    if (c->bad)
+        return 0;
+    size_t n = c->algo == MG_CKSUM_CRC64NVME ? 8 : 4;
+    uint8_t raw[8];
+    for (size_t i = 0; i < n; i++)
+        raw[i] = (uint8_t)(c->crc >> (8 * (n - 1 - i)));
+    return mg_base64_encode(raw, n, out);
+}
+
 int mg_hex_value(int c)
 {
     return mg__hexval(c);

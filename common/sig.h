@@ -262,6 +262,28 @@ void mg_cksum_update(struct mg_cksum *c, const void *data, size_t len);
 size_t mg_cksum_final(struct mg_cksum *c, uint8_t out[32]);
 void mg_cksum_close(struct mg_cksum *c);
 
+/* The CRC of A followed by B from crc(A), crc(B) and B's length, for MG_CKSUM_CRC32, CRC32C and
+ * CRC64NVME (the values mg_cksum_final writes, big-endian, as integers); 0 for other
+ * algorithms. A multipart upload's FULL_OBJECT checksum, from its parts' (cksum.c). */
+uint64_t mg_crc_combine(enum mg_cksum_algo a, uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+
+/* x-amz-checksum-type FULL_OBJECT. A multipart upload created with it keeps this text as its
+ * template's cksum_value (an upload has no checksum value of its own; empty: COMPOSITE), which
+ * meta/mpu.c reads at complete to store the combined CRC instead of the composite "-N" form. */
+#define MG_CKSUM_FULL_OBJECT "FULL_OBJECT"
+
+/* The same over a list: the parts' base64 checksums and sizes in order, the whole's base64 at
+ * the end (final: its length, 0 when the algorithm is not a CRC or a part's checksum does not
+ * decode to one; out holds at most 12 characters and a NUL). */
+struct mg_crc_concat {
+    enum mg_cksum_algo algo;
+    uint64_t crc;
+    int bad;
+};
+void mg_crc_concat_init(struct mg_crc_concat *c, enum mg_cksum_algo a);
+void mg_crc_concat_add(struct mg_crc_concat *c, struct mg_str value, uint64_t size);
+size_t mg_crc_concat_final(const struct mg_crc_concat *c, char out[16]);
+
 /* Helpers. */
 size_t mg_base64_encode(const uint8_t *in, size_t len, char *out); /* out: 4*ceil(len/3)+1 */
 /* Returns decoded length or -1 on invalid input. */

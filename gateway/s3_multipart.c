@@ -41,6 +41,21 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* An upload's checksum type: FULL_OBJECT when created so (its template's cksum_value holds
+ * MG_CKSUM_FULL_OBJECT, common/sig.h), else COMPOSITE. */
+static int upload_full_object(const struct meta_object *tmpl)
+{
+    size_t n = sizeof(MG_CKSUM_FULL_OBJECT) - 1;
+    return tmpl->cksum_value.len == n &&
+           memcmp(tmpl->cksum_value.base, MG_CKSUM_FULL_OBJECT, n) == 0;
+}
+
+static struct mg_str upload_type(const struct meta_object *tmpl)
+{
+    return upload_full_object(tmpl) ? (struct mg_str){MG_CKSUM_FULL_OBJECT, 11}
+                                    : (struct mg_str){"COMPOSITE", 9};
+}
+
 static void on_mpu_create_done(struct gw_request *r, struct meta_op *op, void *arg)
 {
     struct mg_buf x;
@@ -52,7 +67,7 @@ static void on_mpu_create_done(struct gw_request *r, struct meta_op *op, void *a
     if (op->in.object.cksum_algo != MG_CKSUM_NONE) {
         gw_header_addf(r, "x-amz-checksum-algorithm", "%s",
                        mg_cksum_algo_name(op->in.object.cksum_algo));
-        gw_header_add(r, "x-amz-checksum-type", (struct mg_str){"COMPOSITE", 9});
+        gw_header_add(r, "x-amz-checksum-type", upload_type(&op->in.object));
     }
     mg_buf_init(&x);
     gw_xml_open(&x, "InitiateMultipartUploadResult");
@@ -63,32 +78,46 @@ static void on_mpu_create_done(struct gw_request *r, struct meta_op *op, void *a
     gw__s3_respond_xml(r, &x);
 }
 
-/* x-amz-checksum-type of CreateMultipartUpload (COMPOSITE | FULL_OBJECT). Uploads here are
- * COMPOSITE: the object's checksum is the checksum of the parts' checksums, "-N". FULL_OBJECT
- * is refused rather than silently stored as COMPOSITE (a client would later find a checksum
- * of another type than it asked for): with SHA-1/SHA-256 S3 refuses it too (InvalidRequest,
- * "Checking object integrity": full-object checksums are CRC-based only); with a CRC it needs
- * the whole-object CRC combined from the parts at complete, which meta does not store yet. */
-static int checksum_type(struct gw_request *r, enum mg_cksum_algo algo)
+/* x-amz-checksum-type (COMPOSITE | FULL_OBJECT): 1 for FULL_OBJECT, 0 for COMPOSITE, -1 for
+ * another value (InvalidArgument), dflt when absent. */
+static int parse_checksum_type(struct gw_request *r, int dflt)
 {
     struct mg_str v;
     if (!gw_header(r, "x-amz-checksum-type", &v))
-        return 0;
+        return dflt;
     v = gw__s3_trim(v);
     if (v.len == 9 && strncasecmp(v.base, "COMPOSITE", 9) == 0)
         return 0;
-    if (!(v.len == 11 && strncasecmp(v.base, "FULL_OBJECT", 11) == 0)) {
-        snprintf(r->errmsg, sizeof(r->errmsg), "Value for x-amz-checksum-type header is invalid.");
+    if (v.len == 11 && strncasecmp(v.base, MG_CKSUM_FULL_OBJECT, 11) == 0)
+        return 1;
+    snprintf(r->errmsg, sizeof(r->errmsg), "Value for x-amz-checksum-type header is invalid.");
+    return -1;
+}
+
+/* x-amz-checksum-type of CreateMultipartUpload. COMPOSITE: the object's checksum is the
+ * checksum of the parts' checksums, "-N". FULL_OBJECT: the CRC of the whole object, which meta
+ * combines from the parts' CRCs at complete (meta/mpu.c); S3 allows it for the CRCs only
+ * (InvalidRequest with SHA-1/SHA-256 or no algorithm, "Checking object integrity"), and
+ * CRC-64/NVME is full-object only, so it is FULL_OBJECT unless told otherwise and refuses
+ * COMPOSITE. A FULL_OBJECT upload is marked in the template (upload_full_object). */
+static int checksum_type(struct gw_request *r, struct meta_object *tmpl)
+{
+    enum mg_cksum_algo algo = tmpl->cksum_algo;
+    int full = parse_checksum_type(r, algo == MG_CKSUM_CRC64NVME);
+    if (full < 0)
         return MG_EINVALIDARGUMENT;
-    }
-    if (algo == MG_CKSUM_NONE || algo == MG_CKSUM_SHA1 || algo == MG_CKSUM_SHA256) {
+    if (full && (algo == MG_CKSUM_NONE || algo == MG_CKSUM_SHA1 || algo == MG_CKSUM_SHA256)) {
         snprintf(r->errmsg, sizeof(r->errmsg),
                  "The FULL_OBJECT checksum type needs a CRC algorithm (CRC32, CRC32C, CRC64NVME).");
         return MG_EINVALIDREQUEST;
     }
-    snprintf(r->errmsg, sizeof(r->errmsg),
-             "x-amz-checksum-type FULL_OBJECT is not implemented (uploads are COMPOSITE).");
-    return MG_ENOTIMPLEMENTED;
+    if (!full && algo == MG_CKSUM_CRC64NVME) {
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "The COMPOSITE checksum type is not supported for CRC64NVME.");
+        return MG_EINVALIDREQUEST;
+    }
+    tmpl->cksum_value = full ? (struct mg_str){MG_CKSUM_FULL_OBJECT, 11} : (struct mg_str){"", 0};
+    return 0;
 }
 
 void gw__s3_mpu_create(struct gw_request *r)
@@ -110,7 +139,7 @@ void gw__s3_mpu_create(struct gw_request *r)
             goto fail;
         }
     }
-    if ((rv = checksum_type(r, tmpl.cksum_algo)) != 0)
+    if ((rv = checksum_type(r, &tmpl)) != 0)
         goto fail;
     struct meta_op *op = gw__s3_op(r, META_OP_MPU_CREATE, &b);
     op->in.object = tmpl;
@@ -375,6 +404,90 @@ static int complete_cond(struct gw_request *r, const struct meta_put_cond *cond,
 
 static void on_complete_done(struct gw_request *r, struct meta_op *op, void *arg);
 
+static int part_by_number(const void *k, const void *e)
+{
+    uint32_t n = *(const uint32_t *)k, m = ((const struct meta_part *)e)->number;
+    return n < m ? -1 : n > m;
+}
+
+/* The stored parts of an upload, ascending (meta_mpu_list_parts pages of 1000). */
+static int all_parts(struct gw_request *r, struct mg_str id, struct meta_part **out, size_t *n)
+{
+    uint32_t marker = 0;
+    int truncated = 1, rv = 0;
+    *out = mg_arena_alloc(&r->arena, META_PART_MAX * sizeof(**out));
+    *n = 0;
+    while (truncated && rv == 0) {
+        struct meta_part *page;
+        size_t np;
+        rv = meta_mpu_list_parts(r->ms, r->bucket, r->key, id, marker, 1000, &r->arena, &page,
+                                 &np, &truncated);
+        if (rv == 0 && (np == 0 || *n + np > META_PART_MAX))
+            break;
+        if (rv == 0) {
+            memcpy(*out + *n, page, np * sizeof(*page));
+            *n += np;
+            marker = page[np - 1].number;
+        }
+    }
+    return rv;
+}
+
+/* CompleteMultipartUpload's checksum headers. x-amz-checksum-type, when sent, must name the
+ * upload's type (InvalidRequest, as S3). For a FULL_OBJECT upload, x-amz-checksum-<algo> is the
+ * CRC of the whole object: it is compared (BadDigest) with the CRCs of the listed parts
+ * combined, before the op is submitted, so a wrong one leaves the upload in place. Only listed
+ * parts found stored with the listed ETag are combined; any other list is the op's to refuse
+ * (InvalidPart, InvalidPartOrder), and what it then commits is those same parts (an ETag names
+ * a part's bytes). No upload (or a retried complete): the op answers. */
+static int complete_checksum(struct gw_request *r, struct mg_str id, const struct meta_part *want,
+                             size_t nwant)
+{
+    struct meta_object tmpl;
+    struct meta_part *have;
+    size_t nhave;
+    struct mg_str v;
+    if (meta_mpu_get(r->ms, r->bucket, r->key, id, &r->arena, &tmpl) != 0)
+        return 0;
+    int full = upload_full_object(&tmpl);
+    int asked = parse_checksum_type(r, full);
+    if (asked < 0)
+        return MG_EINVALIDARGUMENT;
+    if (tmpl.cksum_algo != MG_CKSUM_NONE && asked != full) {
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "The upload was created using the %.*s checksum mode. The complete request must "
+                 "use the same checksum mode.",
+                 (int)upload_type(&tmpl).len, upload_type(&tmpl).base);
+        return MG_EINVALIDREQUEST;
+    }
+    if (!full || !gw_header(r, mg_cksum_header_name(tmpl.cksum_algo), &v) ||
+        all_parts(r, id, &have, &nhave) != 0)
+        return 0;
+    struct mg_crc_concat c;
+    mg_crc_concat_init(&c, tmpl.cksum_algo);
+    for (size_t i = 0; i < nwant; i++) {
+        const struct meta_part *p = bsearch(&want[i].number, have, nhave, sizeof(*have),
+                                            part_by_number);
+        struct mg_str e = want[i].etag;
+        if (e.len >= 2 && e.base[0] == '"' && e.base[e.len - 1] == '"')
+            e = (struct mg_str){e.base + 1, e.len - 2};
+        if (p == NULL || !(e.len == p->etag.len && strncasecmp(e.base, p->etag.base, e.len) == 0) ||
+            (i > 0 && want[i].number <= want[i - 1].number))
+            return 0;
+        mg_crc_concat_add(&c, p->checksum, p->size);
+    }
+    char b64[16];
+    size_t len = mg_crc_concat_final(&c, b64);
+    v = gw__s3_trim(v);
+    if (len > 0 && (v.len != len || memcmp(v.base, b64, len) != 0)) {
+        snprintf(r->errmsg, sizeof(r->errmsg),
+                 "The %s you specified did not match the calculated checksum.",
+                 mg_cksum_header_name(tmpl.cksum_algo));
+        return MG_EBADDIGEST;
+    }
+    return 0;
+}
+
 void gw__s3_mpu_complete(struct gw_request *r)
 {
     struct meta_bucket *b = mg_arena_alloc(&r->arena, sizeof(*b));
@@ -387,7 +500,8 @@ void gw__s3_mpu_complete(struct gw_request *r)
         (rv = gw__s3_put_cond(r, &cond)) != 0 ||
         (rv = gw_body_read_all(r, GW_S3_XML_LARGE_MAX, &body)) != 0 ||
         (rv = gw_xml_parse_complete(body, &r->arena, &parts, &n, r->errmsg)) != 0 ||
-        (rv = complete_cond(r, &cond, id)) != 0)
+        (rv = complete_cond(r, &cond, id)) != 0 ||
+        (rv = complete_checksum(r, id, parts, n)) != 0)
         goto fail;
     struct meta_op *op = gw__s3_op(r, META_OP_MPU_COMPLETE, b);
     op->in.upload_id = id;
@@ -418,8 +532,8 @@ static void on_complete_done(struct gw_request *r, struct meta_op *op, void *arg
     gw_xml_elem(&x, "Key", r->key);
     gw_xml_elem_etag(&x, "ETag", out->etag);
     gw__s3_checksum_elem(&x, out->cksum_algo, out->cksum_value);
-    if (out->cksum_algo != MG_CKSUM_NONE && out->cksum_value.len > 0) /* always "...-N" */
-        gw_xml_elem(&x, "ChecksumType", (struct mg_str){"COMPOSITE", 9});
+    if (out->cksum_algo != MG_CKSUM_NONE && out->cksum_value.len > 0) /* "-N": COMPOSITE */
+        gw_xml_elem(&x, "ChecksumType", gw__s3_checksum_type(out->cksum_value));
     gw_xml_close(&x, "CompleteMultipartUploadResult");
     gw__s3_respond_xml(r, &x);
     mg_buf_close(&loc);
@@ -502,7 +616,7 @@ void gw__s3_mpu_list_parts(struct gw_request *r)
     gw_xml_elem_bool(&x, "IsTruncated", truncated);
     if (tmpl.cksum_algo != MG_CKSUM_NONE && tmpl.cksum_algo != MG_CKSUM_MD5) {
         gw_xml_elem_cstr(&x, "ChecksumAlgorithm", mg_cksum_algo_name(tmpl.cksum_algo));
-        gw_xml_elem(&x, "ChecksumType", (struct mg_str){"COMPOSITE", 9}); /* checksum_type */
+        gw_xml_elem(&x, "ChecksumType", upload_type(&tmpl));
     }
     emit_parts(&x, parts, n, tmpl.cksum_algo);
     gw_xml_close(&x, "ListPartsResult");

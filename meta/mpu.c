@@ -21,7 +21,6 @@
 #include <openssl/rand.h>
 
 #define MG_MODULE "meta"
-#include "meta/data.h"
 #include "meta/expire.h"
 
 /* One op's target. */
@@ -367,23 +366,47 @@ static struct mg_str composite_checksum(enum mg_cksum_algo algo,
     return (struct mg_str){out, bl + (size_t)m};
 }
 
+/* An upload created with x-amz-checksum-type FULL_OBJECT (common/sig.h MG_CKSUM_FULL_OBJECT). */
+static int full_object_upload(const struct meta_object *tmpl)
+{
+    size_t n = sizeof(MG_CKSUM_FULL_OBJECT) - 1;
+    return tmpl->cksum_value.len == n &&
+           memcmp(tmpl->cksum_value.base, MG_CKSUM_FULL_OBJECT, n) == 0;
+}
+
+/* Its checksum: the CRC of the whole object, combined from the parts' CRCs and sizes
+ * (mg_crc_concat) without reading them, no "-N" (S3 User Guide, "Checking object integrity",
+ * full object checksums). Empty when a part has none. */
+static struct mg_str full_object_checksum(enum mg_cksum_algo algo,
+                                          const struct meta_part *const *parts, size_t n,
+                                          struct mg_arena *a)
+{
+    struct mg_crc_concat c;
+    char b64[16];
+    mg_crc_concat_init(&c, algo);
+    for (size_t i = 0; i < n; i++)
+        mg_crc_concat_add(&c, parts[i]->checksum, parts[i]->size);
+    size_t len = mg_crc_concat_final(&c, b64);
+    return (struct mg_str){mg_arena_dup(a, b64, len), len};
+}
+
 /* Small parts live inline in their rows; an object's data is a list of extents, so give each
  * inline part a blob of its own. New refs go into fresh (appended to `made`). */
 static int materialize_inline(struct meta_store *ms, struct meta_part *p, struct mg_arena *a)
 {
     if (p->data.nextents > 0 || p->data.size == 0)
         return 0;
-    struct meta__blob_writer *w;
-    int rv = meta__blob_writer_create(ms, p->data.size, &w);
+    struct eng_blob_writer *w;
+    int rv = eng_blob_writer_create(ms->bs, p->data.size, &w);
     if (rv != 0)
         return rv;
-    rv = meta__blob_writer_append(w, p->data.inline_data.base, p->data.inline_data.len);
+    rv = eng_blob_writer_append(w, p->data.inline_data.base, p->data.inline_data.len);
     if (rv != 0) {
-        meta__blob_writer_abort(w);
+        eng_blob_writer_abort(w);
         return rv;
     }
     struct meta_extent *e = mg_arena_alloc(a, sizeof(*e));
-    if ((rv = meta__blob_writer_finish(w, &e->ref)) != 0)
+    if ((rv = eng_blob_writer_finish(w, &e->ref)) != 0)
         return rv;
     p->data.extents = e;
     p->data.nextents = 1;
@@ -421,7 +444,9 @@ static int build_object(struct mpu_ctx *c, const struct meta_object *tmpl,
     if (next == 0)
         o->data.inline_data = (struct mg_str){"", 0};
     o->etag = multipart_etag(matched, n, a);
-    o->cksum_value = composite_checksum(tmpl->cksum_algo, matched, n, a);
+    o->cksum_value = full_object_upload(tmpl)
+                         ? full_object_checksum(tmpl->cksum_algo, matched, n, a)
+                         : composite_checksum(tmpl->cksum_algo, matched, n, a);
     o->mtime_ms = meta__now_ms();
     return rv;
 }

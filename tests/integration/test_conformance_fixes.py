@@ -192,8 +192,8 @@ class CompleteConditional(Base):
 class ChecksumType(Base):
     """M18 (the part in the handlers): multipart checksums are COMPOSITE and say so:
     x-amz-checksum-type on CreateMultipartUpload, <ChecksumType> in
-    CompleteMultipartUploadResult (boto3 >= 1.36 reads it); FULL_OBJECT is refused,
-    never stored as COMPOSITE."""
+    CompleteMultipartUploadResult (boto3 >= 1.36 reads it); FULL_OBJECT needs a CRC, never
+    stored as COMPOSITE (FullObjectChecksum: what it does with one)."""
 
     def create(self, key, headers):
         r = self.raw.request("POST", self.path(key), query=[("uploads", "")], headers=headers)
@@ -229,9 +229,8 @@ class ChecksumType(Base):
         r = self.create("k3", {"x-amz-checksum-algorithm": "SHA256",
                                "x-amz-checksum-type": "FULL_OBJECT"})
         self.assertEqual((r.status, r.code), (400, "InvalidRequest"), repr(r))
-        r = self.create("k3", {"x-amz-checksum-algorithm": "CRC32",
-                               "x-amz-checksum-type": "FULL_OBJECT"})
-        self.assertEqual((r.status, r.code), (501, "NotImplemented"), repr(r))
+        r = self.create("k3", {"x-amz-checksum-type": "FULL_OBJECT"})
+        self.assertEqual((r.status, r.code), (400, "InvalidRequest"), repr(r))
         r = self.create("k3", {"x-amz-checksum-algorithm": "CRC32",
                                "x-amz-checksum-type": "BOGUS"})
         self.assertEqual((r.status, r.code), (400, "InvalidArgument"), repr(r))
@@ -254,6 +253,97 @@ class ChecksumType(Base):
                                         "ChecksumCRC32": p["ChecksumCRC32"]}]})
         self.assertEqual(r.get("ChecksumType"), "COMPOSITE")
         self.assertTrue(r.get("ChecksumCRC32", "").endswith("-1"), r)
+
+
+class FullObjectChecksum(Base):
+    """M18: CreateMultipartUpload with x-amz-checksum-type FULL_OBJECT and a CRC: the object's
+    checksum is the CRC of the whole object (no "-N"), combined from the parts' CRCs, checked
+    against the x-amz-checksum-<algo> of CompleteMultipartUpload (BadDigest) and answered with
+    ChecksumType FULL_OBJECT, as AWS does and boto3 >= 1.36 sends. Before: 501 NotImplemented
+    at CreateMultipartUpload."""
+
+    def create(self, key, algo, ctype="FULL_OBJECT"):
+        h = {"x-amz-checksum-algorithm": algo}
+        if ctype:
+            h["x-amz-checksum-type"] = ctype
+        r = self.raw.request("POST", self.path(key), query=[("uploads", "")], headers=h)
+        self.assertEqual(r.status, 200, repr(r))
+        return r, xml_text(r.body, "UploadId")
+
+    def whole_checksum(self, algo, data):
+        """The server's checksum of data as a single PUT (its CRC code is unit-tested
+        against known vectors)."""
+        r = self.raw.request("PUT", self.path("whole-" + algo), body=data,
+                             headers={"x-amz-sdk-checksum-algorithm": algo})
+        self.assertEqual(r.status, 200, repr(r))
+        return r.headers["x-amz-checksum-" + algo.lower()]
+
+    def two_parts(self, key, u):
+        parts = [payload(5 << 20, 11), payload(3000, 12)]
+        etags = []
+        for n, d in enumerate(parts, 1):
+            r = self.raw.request("PUT", self.path(key), body=d,
+                                 query=[("partNumber", str(n)), ("uploadId", u)])
+            self.assertEqual(r.status, 200, repr(r))
+            etags.append((n, r.headers["etag"]))
+        return b"".join(parts), etags
+
+    def test_crc32(self):
+        r, u = self.create("f1", "CRC32")
+        self.assertEqual(r.headers.get("x-amz-checksum-type"), "FULL_OBJECT")
+        data, etags = self.two_parts("f1", u)
+        want = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        lp = self.raw.request("GET", self.path("f1"), query=[("uploadId", u)])
+        self.assertEqual(xml_text(lp.body, "ChecksumType"), "FULL_OBJECT")
+        r = self.complete("f1", u, etags, {"x-amz-checksum-crc32": want,
+                                           "x-amz-checksum-type": "FULL_OBJECT"})
+        self.assertEqual(r.status, 200, repr(r))
+        self.assertEqual((xml_text(r.body, "ChecksumCRC32"), xml_text(r.body, "ChecksumType")),
+                         (want, "FULL_OBJECT"))
+        h = self.raw.request("HEAD", self.path("f1"), headers={"x-amz-checksum-mode": "ENABLED"})
+        self.assertEqual((h.headers.get("x-amz-checksum-crc32"),
+                          h.headers.get("x-amz-checksum-type")), (want, "FULL_OBJECT"))
+
+    def test_crc32c_and_crc64nvme(self):
+        for algo, ctype in (("CRC32C", "FULL_OBJECT"), ("CRC64NVME", None)):
+            key = "f2-" + algo
+            r, u = self.create(key, algo, ctype)  # CRC64NVME is FULL_OBJECT by default
+            self.assertEqual(r.headers.get("x-amz-checksum-type"), "FULL_OBJECT", algo)
+            data, etags = self.two_parts(key, u)
+            r = self.complete(key, u, etags)
+            self.assertEqual(r.status, 200, repr(r))
+            self.assertEqual(xml_text(r.body, "Checksum" + algo), self.whole_checksum(algo, data))
+
+    def test_wrong_checksum(self):
+        r, u = self.create("f3", "CRC32")
+        data, etags = self.two_parts("f3", u)
+        r = self.complete("f3", u, etags, {"x-amz-checksum-crc32": "AAAAAA=="})
+        self.assertEqual((r.status, r.code), (400, "BadDigest"), repr(r))
+        r = self.complete("f3", u, etags, {"x-amz-checksum-type": "COMPOSITE"})
+        self.assertEqual((r.status, r.code), (400, "InvalidRequest"), repr(r))
+        # the upload is still there, and completes with the right value
+        want = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        r = self.complete("f3", u, etags, {"x-amz-checksum-crc32": want})
+        self.assertEqual(r.status, 200, repr(r))
+
+    def test_boto3_full_object(self):
+        if mgtest.boto3_version() < (1, 36):
+            self.skipTest("boto3 %s has no ChecksumType"
+                          % ".".join(map(str, mgtest.boto3_version())))
+        u = self.s3.create_multipart_upload(Bucket=self.bucket, Key="f4",
+                                            ChecksumAlgorithm="CRC32",
+                                            ChecksumType="FULL_OBJECT")
+        self.assertEqual(u.get("ChecksumType"), "FULL_OBJECT")
+        data = payload(4000, 13)
+        p = self.s3.upload_part(Bucket=self.bucket, Key="f4", UploadId=u["UploadId"],
+                                PartNumber=1, Body=data, ChecksumAlgorithm="CRC32")
+        want = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        r = self.s3.complete_multipart_upload(
+            Bucket=self.bucket, Key="f4", UploadId=u["UploadId"], ChecksumCRC32=want,
+            ChecksumType="FULL_OBJECT",
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p["ETag"],
+                                        "ChecksumCRC32": p["ChecksumCRC32"]}]})
+        self.assertEqual((r.get("ChecksumCRC32"), r.get("ChecksumType")), (want, "FULL_OBJECT"))
 
 
 class ChecksumTypeFullObject(Base):
