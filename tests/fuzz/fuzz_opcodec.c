@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             same(&re, (const uint8_t *)v.base, v.len);
             meta_op_destroy(op);
         }
-    } else if (v.len >= 3 && v.base[2] < META_OP__COUNT) {
+    } else if (v.len >= 3 && (uint8_t)v.base[2] < META_OP__COUNT) {
         /* the caller's op: its type (byte 2 of the value) and nkeys keys */
         struct meta_op *op = meta_op_create((enum meta_op_type)(uint8_t)v.base[2]);
         struct mg_str *keys = mg_arena_alloc(&op->priv->arena, (nkeys + 1) * sizeof(*keys));
