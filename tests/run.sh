@@ -18,7 +18,9 @@
 # jobs, default 2), MG_SKIP_INSTALL=1 (no apt-get/npm), MG_INTEGRATION_ARGS
 # (passed to run.py, e.g. a suite name to run only that suite), MG_ASAN_SUITES
 # (the suites run against build-asan/metagate, default "errors features
-# consistency durability"), MG_FUZZ_SECONDS (per libFuzzer target, default 8),
+# consistency durability"), MG_RADOS_SUITES (the suites run on data.backend
+# rados against a deploy/ceph-up Ceph, default "boto3 integrity durability
+# orphans"), MG_FUZZ_SECONDS (per libFuzzer target, default 8),
 # MG_FUZZ_CC (the clang to use, default clang-14).
 set -uo pipefail
 
@@ -68,7 +70,7 @@ finish() {
 if [ "${MG_SKIP_INSTALL:-0}" != 1 ]; then
     log "install: Debian packages"
     # shellcheck disable=SC2086
-    if ! mg_apt_install $MG_BUILD_PKGS $MG_TEST_PKGS $MG_FUZZ_PKGS $(mg_node_pkgs); then
+    if ! mg_apt_install $MG_BUILD_PKGS $MG_TEST_PKGS $MG_FUZZ_PKGS $MG_CLUSTER_PKGS $(mg_node_pkgs); then
         problem "apt-get install"
         FAILED=$((FAILED + 1))
     fi
@@ -192,8 +194,30 @@ if [ "$RELEASE_OK" = 1 ]; then
     # The chaos test's one-line verdict (issue 4), which ctest keeps in its log.
     grep -h '^groups [0-9]*, acked' build/Testing/Temporary/LastTest*.log 2>/dev/null | tail -n 1
 fi
+# data.backend rados (issue 10): a throwaway Ceph (deploy/ceph-up, memstore, ~10 s, stopped
+# by pid at exit) for engine/rados.c's unit tests (label rados) and, in stage 5, the S3
+# suites MG_RADOS_SUITES on data.backend rados. Without Ceph binaries the stage fails.
+CEPH_DIR="$ROOT/build/ceph-test"
+CEPH_OK=0
+ceph_down() { [ -d "$CEPH_DIR" ] && deploy/ceph-down "$CEPH_DIR" >/dev/null 2>&1; }
+if [ "$RELEASE_OK" = 1 ]; then
+    log "ceph: deploy/ceph-up $CEPH_DIR"
+    ceph_down
+    rm -rf "$CEPH_DIR"
+    trap ceph_down EXIT
+    if deploy/ceph-up "$CEPH_DIR" >/dev/null; then
+        CEPH_OK=1
+        export MG_TEST_RADOS_CONF="$CEPH_DIR/ceph.conf" MG_TEST_RADOS_POOL=metagate \
+            MG_TEST_RADOS_USER=metagate
+        run_ctest build rados rados
+    else
+        problem "deploy/ceph-up $CEPH_DIR (see $CEPH_DIR/log)"
+        add rados 0 1
+    fi
+fi
 if [ "$ASAN_OK" = 1 ]; then
     run_ctest build-asan unit "asan unit"
+    [ "$CEPH_OK" = 1 ] && run_ctest build-asan rados "asan rados"
     run_ctest build-asan fuzz "asan fuzz"
 fi
 
@@ -306,6 +330,12 @@ if [ "$RELEASE_OK" = 1 ] && [ -x build/metagate ]; then
 else
     problem "integration not run: no build/metagate"
     add integration 0 1
+fi
+if [ "$CEPH_OK" = 1 ] && [ -x build/metagate ]; then
+    # shellcheck disable=SC2086
+    MG_TEST_DATA_RADOS="$CEPH_DIR/data.rados.json" run_integration "rados integration" \
+        build/metagate ${MG_RADOS_SUITES:-boto3 integrity durability orphans}
+    ceph_down
 fi
 if [ "$ASAN_OK" = 1 ] && [ -x build-asan/metagate ]; then
     # shellcheck disable=SC2086

@@ -80,15 +80,11 @@ def flip_in_rados(server, data, offset):
     flipped in the stripe object holding it, in the server's namespace, with
     the rados CLI (get, flip, put: write_full keeps the object's xattrs, so its
     stored chunk CRCs no longer match). Returns (object name, offset)."""
-    r = server.rados
-    base = ["rados", "-c", r["conf"], "--id", r["user"], "-p", r["pool"], "-N", server.rados_ns]
-    names = subprocess.run(base + ["ls"], capture_output=True, text=True, check=True,
-                           timeout=60).stdout.split()
     marker = data[offset:offset + 64]
     tmp = os.path.join(server.workdir, "stripe")
     hits = []
-    for name in sorted(n for n in names if n.startswith("mg.") and n != "mg.instances"):
-        subprocess.run(base + ["get", name, tmp], check=True, timeout=60)
+    for name in server.rados_stripes():
+        server.rados_cmd("get", name, tmp)
         with open(tmp, "rb") as f:
             content = f.read()
         at = content.find(marker)
@@ -99,7 +95,7 @@ def flip_in_rados(server, data, offset):
     name, at, content = hits[0]
     with open(tmp, "wb") as f:
         f.write(content[:at] + bytes([content[at] ^ 0x5A]) + content[at + 1:])
-    subprocess.run(base + ["put", name, tmp], check=True, timeout=60)
+    server.rados_cmd("put", name, tmp)
     return name, at
 
 

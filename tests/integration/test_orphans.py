@@ -38,10 +38,13 @@ SIZE = 20 * MIB
 SLACK = 1 * MIB  # segment headers, a shared segment's tail: not the 20 MiB blob
 
 
-def blob_disk_bytes(data_dir):
-    """Bytes allocated (st_blocks) by the blob store's files."""
+def blob_disk_bytes(server):
+    """Bytes allocated (st_blocks) by the blob store's files; on data.backend
+    rados (MG_TEST_DATA_RADOS), the bytes of the server's stripe objects."""
+    if server.rados:
+        return server.rados_bytes()
     total = 0
-    d = os.path.join(data_dir, "blobs")
+    d = os.path.join(server.data_dir, "blobs")
     for name in os.listdir(d):
         try:
             st = os.stat(os.path.join(d, name))
@@ -100,10 +103,10 @@ class Orphans(S3TestCase):
 
     def wait_disk(self, limit, timeout=30):
         deadline = time.monotonic() + timeout
-        used = blob_disk_bytes(self.server.data_dir)
+        used = blob_disk_bytes(self.server)
         while used > limit and time.monotonic() < deadline:
             time.sleep(0.2)
-            used = blob_disk_bytes(self.server.data_dir)
+            used = blob_disk_bytes(self.server)
         return used
 
     def test_pause_before_commit(self):
@@ -115,7 +118,7 @@ class Orphans(S3TestCase):
         # A small object (inline) must survive the collector.
         self.assertEqual(self.raw.request("PUT", s3raw.key_path(bucket, "small"),
                                           body=b"x" * 100).status, 200)
-        prior = blob_disk_bytes(self.server.data_dir)
+        prior = blob_disk_bytes(self.server)
 
         data = os.urandom(SIZE)
         result = {}
@@ -131,12 +134,12 @@ class Orphans(S3TestCase):
         while not os.path.exists(flag) and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertTrue(os.path.exists(flag), "the PUT never paused\n" + self.server.log_tail())
-        during = blob_disk_bytes(self.server.data_dir)
+        during = blob_disk_bytes(self.server)
         self.assertGreaterEqual(during, prior + SIZE, "the blob is not on disk while paused")
         self.server.kill9()
         t.join(10)
         self.assertNotIn("r", result, "the paused PUT was answered")
-        self.assertGreaterEqual(blob_disk_bytes(self.server.data_dir), prior + SIZE)
+        self.assertGreaterEqual(blob_disk_bytes(self.server), prior + SIZE)
 
         self.start(MG_FAULT_PAUSE_BEFORE_COMMIT=None, MG_ORPHAN_GRACE_MS=1000,
                    MG_ORPHAN_PERIOD_MS=self.collector_period())
@@ -158,11 +161,11 @@ class Orphans(S3TestCase):
         self.start(MG_ORPHAN_GRACE_MS=3600000, MG_ORPHAN_PERIOD_MS=0, MG_FLUSH_MAX_AGE_MS=300)
         bucket = mgtest.bucket_name("orph")
         self.assertEqual(self.raw.request("PUT", "/" + bucket).status, 200)
-        prior = blob_disk_bytes(self.server.data_dir)
+        prior = blob_disk_bytes(self.server)
         data = os.urandom(SIZE)
         path = s3raw.key_path(bucket, "big")
         self.assertEqual(self.raw.request("PUT", path, body=data).status, 200)
-        self.assertGreaterEqual(blob_disk_bytes(self.server.data_dir), prior + SIZE)
+        self.assertGreaterEqual(blob_disk_bytes(self.server), prior + SIZE)
 
         # A GET that reads its head and then stops: the server pins the blob while it
         # streams, so the DELETE's retire stays pending.
@@ -182,7 +185,7 @@ class Orphans(S3TestCase):
         # The DELETE's entry, with its retire intent row, is flushed to RocksDB
         # (MG_FLUSH_MAX_AGE_MS) before the kill.
         time.sleep(2.5)
-        self.assertGreaterEqual(blob_disk_bytes(self.server.data_dir), prior + SIZE,
+        self.assertGreaterEqual(blob_disk_bytes(self.server), prior + SIZE,
                                 "the pinned blob was freed under its reader")
         self.server.kill9()
         conn.close()

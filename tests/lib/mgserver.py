@@ -152,6 +152,29 @@ class Server:
         return ["--rados-conf", self.rados["conf"], "--rados-pool", self.rados["pool"],
                 "--rados-user", self.rados["user"]]
 
+    def rados_cmd(self, *args, **kw):
+        """Runs the rados CLI on this server's pool and namespace (rados mode);
+        keyword arguments go to subprocess.run (check=True unless given)."""
+        r = self.rados
+        kw.setdefault("check", True)
+        kw.setdefault("timeout", 60)
+        return subprocess.run(["rados", "-c", r["conf"], "--id", r["user"], "-p", r["pool"],
+                               "-N", self.rados_ns] + list(args), **kw)
+
+    def rados_stripes(self):
+        """The names of this server's blob stripe objects (rados mode)."""
+        out = self.rados_cmd("ls", capture_output=True, text=True).stdout.split()
+        return sorted(n for n in out if n.startswith("mg.") and n != "mg.instances")
+
+    def rados_bytes(self):
+        """Data bytes stored in this server's stripe objects (rados mode)."""
+        total = 0
+        for name in self.rados_stripes():
+            r = self.rados_cmd("stat", name, capture_output=True, text=True, check=False)
+            if r.returncode == 0:  # removed meanwhile: counts as gone
+                total += int(r.stdout.rsplit("size ", 1)[1].split()[0])
+        return total
+
     def rados_env(self):
         """os.environ plus this server's RADOS namespace (rados mode)."""
         e = dict(os.environ)
