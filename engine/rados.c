@@ -704,10 +704,12 @@ static void xattrs_take(rados_xattrs_iter_t it, unsigned char *crcs, size_t crcs
     size_t len;
     while (rados_getxattrs_next(it, &name, &val, &len) == 0 && name != NULL) {
         if (strcmp(name, XATTR_CRCS) == 0 && len <= crcs_cap) {
-            memcpy(crcs, val, len);
+            if (len > 0) /* an empty blob's table is empty, val may be NULL */
+                memcpy(crcs, val, len);
             *nc = len;
         } else if (strcmp(name, XATTR_HDR) == 0 && len <= HDR_BYTES) {
-            memcpy(hdr, val, len);
+            if (len > 0)
+                memcpy(hdr, val, len);
             *nh = len;
         }
     }
