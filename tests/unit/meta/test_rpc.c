@@ -580,6 +580,73 @@ static void test_garbage_closes_only_that_connection(void **state)
     srv_stop(&f->v);
 }
 
+/* A "server" that answers every connection with bytes that are no response frame: the
+ * peer closes that connection and its calls fail with MG_EIO (outcome unknown). */
+struct junk_srv {
+    uv_tcp_t listener;
+    uv_tcp_t conn;
+    uv_write_t w;
+    const unsigned char *bytes;
+    size_t len;
+    int accepted, closed;
+};
+
+static void on_junk_closed(uv_handle_t *h)
+{
+    ((struct junk_srv *)h->data)->closed++;
+}
+
+static void on_junk_conn(uv_stream_t *l, int status)
+{
+    struct junk_srv *j = l->data;
+    assert_int_equal(status, 0);
+    assert_int_equal(j->accepted, 0);
+    uv_tcp_init(l->loop, &j->conn);
+    j->conn.data = j;
+    assert_int_equal(uv_accept(l, (uv_stream_t *)&j->conn), 0);
+    j->accepted = 1;
+    uv_buf_t b = uv_buf_init((char *)j->bytes, (unsigned)j->len);
+    uv_write(&j->w, (uv_stream_t *)&j->conn, &b, 1, on_raw_written);
+}
+
+static void test_garbage_from_server(void **state)
+{
+    struct fx *f = *state;
+    unsigned char req[MRPC_HDR_LEN], oversize[MRPC_HDR_LEN];
+    mrpc_hdr_encode(&(struct mrpc_hdr){.kind = MRPC_KIND_REQUEST, .call_id = 1}, req);
+    mrpc_hdr_encode(&(struct mrpc_hdr){.kind = MRPC_KIND_RESPONSE, .call_id = 1}, oversize);
+    oversize[23] = 0x10; /* 256 MiB */
+    const unsigned char *cases[] = {(const unsigned char *)"HTTP/1.1 400 Bad Request\r\n\r\n..",
+                                    req, oversize};
+    for (int i = 0; i < 3; i++) {
+        struct junk_srv j = {.bytes = cases[i], .len = MRPC_HDR_LEN};
+        uv_tcp_init(&f->loop, &j.listener);
+        j.listener.data = &j;
+        struct sockaddr_in sa;
+        uv_ip4_addr("127.0.0.1", 0, &sa);
+        assert_int_equal(uv_tcp_bind(&j.listener, (const struct sockaddr *)&sa, 0), 0);
+        assert_int_equal(uv_listen((uv_stream_t *)&j.listener, 8, on_junk_conn), 0);
+        int len = sizeof(sa);
+        uv_tcp_getsockname(&j.listener, (struct sockaddr *)&sa, &len);
+        char a[32];
+        snprintf(a, sizeof(a), "127.0.0.1:%d", ntohs(sa.sin_port));
+        struct mrpc_peer *p;
+        assert_int_equal(mrpc_peer_create(&f->loop, a, NULL, &p), 0);
+        memset(f->c, 0, sizeof(*f->c));
+        assert_int_equal(call_tag(p, f->c, 0, 1, 5000), 0);
+        assert_int_equal(call_tag(p, f->c, 1, 1, 5000), 0);
+        while (f->c->ndone < 2)
+            uv_run(&f->loop, UV_RUN_ONCE);
+        assert_int_equal(f->c->r[0].status, MG_EIO);
+        assert_int_equal(f->c->r[1].status, MG_EIO);
+        peer_stop(&f->loop, p);
+        uv_close((uv_handle_t *)&j.conn, on_junk_closed);
+        uv_close((uv_handle_t *)&j.listener, on_junk_closed);
+        while (j.closed < 2)
+            uv_run(&f->loop, UV_RUN_ONCE);
+    }
+}
+
 /* A reply status this build does not know arrives as MG_EINTERNAL. */
 static void on_garbage_request(void *data, struct mrpc_call *call, uint16_t method,
                                const void *payload, size_t len)
@@ -648,6 +715,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_dies_then_restarts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_closes_only_that_connection, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_from_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_backoff, setup, teardown),
     };
