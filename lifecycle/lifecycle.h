@@ -43,6 +43,9 @@
 #define LC_ERRMSG_LEN 256    /* size of every errmsg buffer below */
 #define LC_DAY_SECONDS 86400 /* lifecycle.day_seconds default */
 #define LC_RATE_MAX 1000000000u /* objects/s accepted by lc_rate_init */
+/* Entries one re-index step (META_OP_LC_REINDEX) visits at most: a step writes only due rows
+ * (~60 bytes each), so steps are larger than expire batches (fewer Raft entries per entry). */
+#define LC_REINDEX_STEP_MAX 4096
 
 /* How a rule names its objects, kept so GET returns the form that was PUT. */
 enum lc_filter_form {

@@ -174,7 +174,7 @@ static int reindex_round(struct lc_scheduler *s, const struct meta_bucket *b,
     mg_arena_close(&a);
     if (rv != 0 || (p.reindex_gen == b->lc_gen && p.reindex_done))
         return 0;
-    size_t n = take(s, &s->reindex, s->o.batch_max);
+    size_t n = take(s, &s->reindex, LC_REINDEX_STEP_MAX);
     struct meta_expire_result res;
     if (n == 0)
         return -1;

@@ -12,14 +12,21 @@
  * expire-batch (META_OP_EXPIRE_BATCH) takes due rows the scheduler read and
  * re-checks each under the meta thread's serialization: the entry must still
  * have the mtime that was indexed and the current rules must still expire it
- * at or before now. A run of consecutive expiring entries in the bucket's 'M'
- * range becomes ONE range tombstone, guarded: every committed row in the run
- * must be an expiring entry of this batch and no pending write (the overlay)
- * may fall in it; a PUT that executes after the op applies after the
- * tombstone (one thread, one log). Otherwise: point deletes.
+ * at or before now (the entries are read with one iterator over the batch's
+ * span when no pending write falls in it). A run of consecutive expiring
+ * entries in the bucket's 'M' range becomes ONE range tombstone, guarded:
+ * every committed row in the run must be an expiring entry of this batch and
+ * no pending write (the overlay) may fall in it; a PUT that executes after
+ * the op applies after the tombstone (one thread, one log). Otherwise: point
+ * deletes. Their due rows (due · key) and time index rows (mtime · key) are
+ * contiguous too for timestamp-prefixed keys, and go the same way, each
+ * table's runs guarded alike.
  * re-index (META_OP_LC_REINDEX) walks the bucket's entries after a rules
- * change, recomputing due rows; expire-batch only ever expires when both the
- * row (old rules until re-indexed) and the current rules say so: never early.
+ * change, writing due rows only (the entry is not rewritten, so it does not
+ * record them: such a row may outlive its entry's write or delete, and is
+ * dropped when due); expire-batch only ever expires when both the row (old
+ * rules until re-indexed) and the current entry under the current rules say
+ * so: never early, never an overwritten or re-tagged key.
  * Both ops keep their progress in the bucket's 0x03·id·'L' row.
  */
 #include <assert.h>
@@ -420,13 +427,94 @@ static void entry_rewrite(struct meta_ws *b, uint64_t bucket_id, const struct me
     mg_buf_close(&v);
 }
 
+/* The iterator is at the 'M' row m. */
+static int at_key(const struct eng_iter *it, const struct mg_buf *m)
+{
+    if (!eng_iter_valid(it))
+        return 0;
+    size_t kl;
+    const char *k = eng_iter_key(it, &kl);
+    return kl == m->len && memcmp(k, m->base, kl) == 0;
+}
+
+/* Move the iterator to row k: a next when it is on the row before (keys read in order), else a
+ * seek. Returns 1 when it is at k. */
+static int iter_goto(struct eng_iter *it, const struct mg_buf *k)
+{
+    if (at_key(it, k))
+        return 1;
+    if (eng_iter_valid(it)) {
+        eng_iter_next(it);
+        if (at_key(it, k))
+            return 1;
+    }
+    eng_iter_seek(it, k->base, k->len);
+    return at_key(it, k);
+}
+
+/* expire-batch's reader of entries: one iterator over the batch's span of the 'M' range,
+ * read in key order (a next per neighbour), instead of a point read per item. The committed
+ * rows are the current ones when no pending write (overlay) falls in the span; otherwise
+ * (it == NULL) every read goes through the overlay (meta__object_read). */
+struct entry_reader {
+    struct eng_iter *it;
+    struct mg_buf k;
+};
+
+static int entry_reader_open(struct meta_store *ms, uint64_t bucket_id, struct exp_item **x,
+                             size_t n, struct entry_reader *r)
+{
+    struct mg_buf lo, hi;
+    mg_buf_init(&lo);
+    mg_buf_init(&hi);
+    mg_buf_init(&r->k);
+    r->it = NULL;
+    meta__key_object(&lo, bucket_id, x[0]->in->key);
+    meta__key_object(&hi, bucket_id, x[n - 1]->in->key);
+    mg_buf_append(&hi, "", 1); /* just past the last item */
+    if (!meta__ov_any_in_range(&ms->rt->shards->ov, lo.base, lo.len, hi.base, hi.len))
+        r->it = eng_iter_create(ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
+    mg_buf_close(&lo);
+    mg_buf_close(&hi);
+    return 0;
+}
+
+static void entry_reader_close(struct entry_reader *r)
+{
+    if (r->it != NULL)
+        eng_iter_destroy(r->it);
+    mg_buf_close(&r->k);
+}
+
+/* As meta__object_read, from r. */
+static int entry_read(struct meta_store *ms, struct entry_reader *r, uint64_t bucket_id,
+                      struct mg_str key, struct mg_arena *a, struct meta_object *o, int *found)
+{
+    if (r->it == NULL)
+        return meta__object_read(ms, bucket_id, key, a, o, found);
+    r->k.len = 0;
+    meta__key_object(&r->k, bucket_id, key);
+    *found = iter_goto(r->it, &r->k);
+    if (!*found)
+        return eng_iter_status(r->it);
+    size_t vl;
+    const char *v = eng_iter_value(r->it, &vl);
+    int rv = meta__object_decode(v, vl, META_REC_OBJECT, a, o);
+    if (rv != 0)
+        mg_log(MG_LOG_ERROR, "event=corrupt_entry bucket_id=%llu key_len=%zu",
+               (unsigned long long)bucket_id, key.len);
+    else
+        o->key = (struct mg_str){mg_arena_dup(a, key.base, key.len), key.len};
+    return rv;
+}
+
 /* Decide one item (the first of its key; later ones only drop their rows). */
 static int decide(struct meta_store *ms, uint64_t bucket_id, const struct lc_config *cfg,
                   int64_t now, struct mg_arena *a, struct exp_item *e, struct meta_ws *b,
-                  struct meta_lc_progress *p)
+                  struct meta_lc_progress *p, struct entry_reader *r)
 {
     const struct meta_expire_item *in = e->in;
-    int rv = meta__object_read(ms, bucket_id, in->key, a, &e->cur, &e->found);
+    int rv = entry_read(ms, r, bucket_id, in->key, a, &e->cur, &e->found);
     if (rv == MG_ECORRUPT) { /* leave a corrupt entry to fsck; its row goes */
         e->found = 0;
         rv = 0;
@@ -465,45 +553,37 @@ static int decide(struct meta_store *ms, uint64_t bucket_id, const struct lc_con
     return meta__lc_due_rows(ms, b, bucket_id, in->key, &e->cur, 1, &upd, p);
 }
 
-/* The entry's own rows, minus its 'M' row (deleted by the caller, point or range). */
+/* The entry's rows that always go as point deletes: its blob index row (keyed by blob id, so
+ * never next to another expiring one) and a second due row the entry recorded. Its 'M', time
+ * index and due rows are the caller's (delete_keys: range or point). */
 static void expire_rows(struct meta_ws *b, uint64_t bucket_id, struct exp_item *e)
 {
-    meta__index_delete(b, bucket_id, e->in->key, &e->cur);
-    due_row(b, bucket_id, e->in->due_ms, e->in->key, 0);
+    meta__blob_index_delete(b, bucket_id, &e->cur.data);
     if (e->cur.lc_due_ms != 0 && e->cur.lc_due_ms != e->in->due_ms)
         due_row(b, bucket_id, e->cur.lc_due_ms, e->in->key, 0);
 }
 
-/* The iterator is at the 'M' row m. */
-static int at_key(const struct eng_iter *it, const struct mg_buf *m)
-{
-    if (!eng_iter_valid(it))
-        return 0;
-    size_t kl;
-    const char *k = eng_iter_key(it, &kl);
-    return kl == m->len && memcmp(k, m->base, kl) == 0;
-}
-
-/* The range guard for x[0..m) (expiring, sorted by key). contig[i] = 1 when x[i] and x[i+1]
- * are both committed rows with no committed row between them. One forward pass: a seek per
- * gap, a next per neighbour. */
-static int committed_neighbours(struct meta_store *ms, struct exp_item **x, size_t m, int *contig)
+/* The range guard for k[0..m) (sorted, distinct rows of one table). contig[i] = 1 when k[i] and
+ * k[i+1] are both committed rows with no committed row between them. One forward pass: a seek
+ * per gap, a next per neighbour. */
+static int committed_neighbours(struct meta_store *ms, struct mg_buf *const *k, size_t m,
+                                int *contig)
 {
     struct mg_buf hi;
     mg_buf_init(&hi);
-    mg_buf_append(&hi, x[m - 1]->okey.base, x[m - 1]->okey.len);
-    mg_buf_append(&hi, "", 1); /* just past the last entry */
-    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, x[0]->okey.base, x[0]->okey.len,
-                                          hi.base, hi.len);
-    int at = 0; /* the iterator is at x[i] already (after a next that matched) */
+    mg_buf_append(&hi, k[m - 1]->base, k[m - 1]->len);
+    mg_buf_append(&hi, "", 1); /* just past the last row */
+    struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, k[0]->base, k[0]->len, hi.base,
+                                          hi.len);
+    int at = 0; /* the iterator is at k[i] already (after a next that matched) */
     for (size_t i = 0; i + 1 < m; i++) {
         contig[i] = 0;
         if (!at)
-            eng_iter_seek(it, x[i]->okey.base, x[i]->okey.len);
-        if (!at && !at_key(it, &x[i]->okey))
+            eng_iter_seek(it, k[i]->base, k[i]->len);
+        if (!at && !at_key(it, k[i]))
             continue;
         eng_iter_next(it);
-        at = contig[i] = at_key(it, &x[i + 1]->okey);
+        at = contig[i] = at_key(it, k[i + 1]);
     }
     int rv = eng_iter_status(it);
     eng_iter_destroy(it);
@@ -511,49 +591,89 @@ static int committed_neighbours(struct meta_store *ms, struct exp_item **x, size
     return rv;
 }
 
-/* Delete x[i..j) (one run): a range tombstone when guarded, else point deletes. */
-static void delete_run(struct meta_store *ms, struct meta_ws *b, struct exp_item **x, size_t i,
-                       size_t j, struct meta_expire_result *out)
+/* Delete k[i..j) (one run): a range tombstone when guarded, else point deletes. Counted in out
+ * when count (the entries' run; due and time index rows are not counted). */
+static void delete_run(struct meta_store *ms, struct meta_ws *b, struct mg_buf *const *k,
+                       size_t i, size_t j, int count, struct meta_expire_result *out)
 {
     const struct meta_overlay *ov = &ms->rt->shards->ov;
     struct mg_buf hi;
     mg_buf_init(&hi);
-    mg_buf_append(&hi, x[j - 1]->okey.base, x[j - 1]->okey.len);
+    mg_buf_append(&hi, k[j - 1]->base, k[j - 1]->len);
     mg_buf_append(&hi, "", 1);
-    int pending = !meta__lc_test_no_guard &&
-                  meta__ov_any_in_range(ov, x[i]->okey.base, x[i]->okey.len, hi.base, hi.len);
+    int pending = j - i >= 2 && !meta__lc_test_no_guard &&
+                  meta__ov_any_in_range(ov, k[i]->base, k[i]->len, hi.base, hi.len);
     if (j - i >= 2 && !pending) {
-        meta__ws_delete_range(b, x[i]->okey.base, x[i]->okey.len, hi.base, hi.len);
-        out->range_deletes++;
+        meta__ws_delete_range(b, k[i]->base, k[i]->len, hi.base, hi.len);
+        out->range_deletes += count;
     } else {
-        for (size_t k = i; k < j; k++)
-            meta__ws_delete(b, x[k]->okey.base, x[k]->okey.len);
-        out->point_deletes += (uint32_t)(j - i);
+        for (size_t x = i; x < j; x++)
+            meta__ws_delete(b, k[x]->base, k[x]->len);
+        out->point_deletes += count ? (uint32_t)(j - i) : 0;
     }
     mg_buf_close(&hi);
 }
 
+/* Delete the rows k[0..m) (sorted, distinct, one table): every run of them that is contiguous
+ * among the committed rows and has no pending write in its span becomes one range tombstone
+ * (lifecycle.delete = range), the rest point deletes. */
+static int delete_keys(struct meta_store *ms, struct meta_ws *b, struct mg_buf *const *k,
+                       size_t m, int count, struct meta_expire_result *out)
+{
+    if (m == 0)
+        return 0;
+    int range = !ms->opts.lc_delete_point && m >= 2;
+    int *contig = mg_calloc(m, sizeof(*contig));
+    int rv = range ? committed_neighbours(ms, k, m, contig) : 0;
+    for (size_t i = 0; rv == 0 && i < m;) {
+        size_t j = i + 1;
+        while (j < m && contig[j - 1])
+            j++;
+        delete_run(ms, b, k, i, j, count, out);
+        i = j;
+    }
+    mg_free(contig);
+    return rv;
+}
+
+static int cmp_buf(const void *x, const void *y)
+{
+    const struct mg_buf *a = *(struct mg_buf *const *)x, *b = *(struct mg_buf *const *)y;
+    return key_cmp((struct mg_str){a->base, a->len}, (struct mg_str){b->base, b->len});
+}
+
+/* Delete the expiring entries x[0..m) (sorted by key) with their rows. Timestamp-prefixed keys
+ * expire in runs, and so do their due rows (due · key) and time index rows (mtime · key): each
+ * of the three tables gets its own guarded runs, so a batch of a dense prefix writes a few
+ * range tombstones instead of one tombstone per row. */
 static int delete_expiring(struct meta_store *ms, uint64_t bucket_id, struct meta_ws *b,
                            struct exp_item **x, size_t m, struct meta_expire_result *out)
 {
     if (m == 0)
         return 0;
+    struct mg_buf *keys = mg_malloc(2 * m * sizeof(*keys));
+    struct mg_buf **k = mg_malloc(m * sizeof(*k));
     for (size_t i = 0; i < m; i++) {
         meta__key_object(&x[i]->okey, bucket_id, x[i]->in->key);
         expire_rows(b, bucket_id, x[i]);
+        mg_buf_init(&keys[i]);
+        meta__key_due(&keys[i], bucket_id, x[i]->in->due_ms, x[i]->in->key);
+        mg_buf_init(&keys[m + i]);
+        meta__key_time_index(&keys[m + i], bucket_id, x[i]->cur.mtime_ms, x[i]->in->key);
     }
-    int *contig = mg_calloc(m, sizeof(*contig));
-    int rv = 0;
-    if (!ms->opts.lc_delete_point && m >= 2)
-        rv = committed_neighbours(ms, x, m, contig);
-    for (size_t i = 0; rv == 0 && i < m;) {
-        size_t j = i + 1;
-        while (j < m && contig[j - 1] && !ms->opts.lc_delete_point)
-            j++;
-        delete_run(ms, b, x, i, j, out);
-        i = j;
+    for (size_t i = 0; i < m; i++)
+        k[i] = &x[i]->okey;
+    int rv = delete_keys(ms, b, k, m, 1, out);
+    for (size_t t = 0; rv == 0 && t < 2; t++) { /* due rows, then time index rows */
+        for (size_t i = 0; i < m; i++)
+            k[i] = &keys[t * m + i];
+        qsort(k, m, sizeof(*k), cmp_buf);
+        rv = delete_keys(ms, b, k, m, 0, out);
     }
-    mg_free(contig);
+    for (size_t i = 0; i < 2 * m; i++)
+        mg_buf_close(&keys[i]);
+    mg_free(keys);
+    mg_free(k);
     out->expired += (uint32_t)m;
     return rv;
 }
@@ -620,19 +740,22 @@ static int expire_batch(struct meta_store *ms, struct mg_str bucket, uint64_t bu
     qsort(by_key, n, sizeof(*by_key), cmp_exp);
     size_t m = 0; /* expiring ones are gathered at the front of by_key, in key order */
     struct exp_item *first = NULL; /* the first item of the current key */
+    struct entry_reader r;
+    entry_reader_open(ms, bucket_id, by_key, n, &r);
     for (size_t i = 0; rv == 0 && i < n; i++) {
         struct exp_item *e = by_key[i];
         if (first != NULL && key_cmp(first->in->key, e->in->key) == 0) {
             duplicate(b, bucket_id, first, e);
         } else {
             first = e;
-            rv = decide(ms, bucket_id, cfg, now, a, e, b, &p);
+            rv = decide(ms, bucket_id, cfg, now, a, e, b, &p, &r);
             if (rv == 0 && e->act == ACT_EXPIRE)
                 by_key[m++] = e; /* m <= i: a slot already visited */
         }
         out->stale += e->act == ACT_STALE;
         out->rescheduled += e->act == ACT_MOVE;
     }
+    entry_reader_close(&r);
     if (rv == 0)
         rv = delete_expiring(ms, bucket_id, b, by_key, m, out);
     if (rv == 0) {
@@ -712,7 +835,11 @@ static int reindex_entry(struct reindex_step *r, struct mg_str name, const char 
     upd.lc_gen = upd.lc_due_ms != 0 ? r->gen : 0;
     if (upd.lc_due_ms == cur.lc_due_ms)
         return 0;
-    entry_rewrite(b, r->bucket_id, &upd);
+    /* Only the due rows change: the entry keeps the due time it was written with. A row the
+     * entry does not record (this one, after a later write or re-index) is a stale row at worst:
+     * expire-batch recomputes the due time from the entry and the current rules before it
+     * deletes anything, and drops a row they no longer make due. Rewriting the entry here (a
+     * 1 KiB value through Raft per entry) was most of the re-index's cost. */
     return meta__lc_due_rows(r->ms, b, r->bucket_id, upd.key, &cur, 1, &upd, &r->p);
 }
 
@@ -770,7 +897,7 @@ int meta__do_lc_reindex(struct meta_store *ms, struct mg_str bucket, size_t n,
                         struct meta_expire_result *out)
 {
     memset(out, 0, sizeof(*out));
-    if (n == 0 || n > META_EXPIRE_BATCH_MAX)
+    if (n == 0 || n > LC_REINDEX_STEP_MAX)
         return MG_EINVALIDARGUMENT;
     struct reindex_step r = {.ms = ms, .bucket = bucket};
     int rv = meta__bucket_id(ms, bucket, &r.bucket_id);
@@ -791,8 +918,22 @@ int meta__do_lc_reindex(struct meta_store *ms, struct mg_str bucket, size_t n,
         return 0;
     }
     struct meta_ws *b = meta__ws_create();
-    if (rv == 0)
+    if (rv == 0 && r.cfg == NULL) {
+        /* No rules left: no row may stay, including rows the entries do not record (re-index
+         * writes only rows). One range tombstone over the bucket's due table; writes executed
+         * before this op apply before it, later ones write no row. */
+        struct mg_buf lo, hi;
+        mg_buf_init(&lo);
+        mg_buf_init(&hi);
+        meta__key_table_range(r.bucket_id, META_TBL_DUE, &lo, &hi);
+        meta__ws_delete_range(b, lo.base, lo.len, hi.base, hi.len);
+        mg_buf_close(&lo);
+        mg_buf_close(&hi);
+        r.p.reindex_done = out->reindex_done = 1;
+        r.p.reindex_key = (struct mg_str){NULL, 0};
+    } else if (rv == 0) {
         rv = reindex_walk(&r, n, &a, b, out);
+    }
     if (rv == 0 && !out->reindex_busy) {
         progress_write(b, r.bucket_id, &r.p);
         rv = meta__shard_apply(&ms->shard, b);
@@ -878,14 +1019,7 @@ static void entry_mtime(struct entry_cursor *c, uint64_t bucket_id, struct mg_st
     c->k.len = 0;
     meta__key_object(&c->k, bucket_id, key);
     *mtime = 0;
-    if (eng_iter_valid(c->it) && !at_key(c->it, &c->k)) {
-        eng_iter_next(c->it);
-        if (!at_key(c->it, &c->k))
-            eng_iter_seek(c->it, c->k.base, c->k.len);
-    } else if (!eng_iter_valid(c->it)) {
-        eng_iter_seek(c->it, c->k.base, c->k.len);
-    }
-    if (!at_key(c->it, &c->k))
+    if (!iter_goto(c->it, &c->k))
         return;
     size_t vl;
     const char *v = eng_iter_value(c->it, &vl);

@@ -45,14 +45,23 @@ static uint64_t bucket_id(struct fx *f, struct mg_str bucket)
     return b.id;
 }
 
-/* Due rows of bucket for key (all keys when key is NULL); *due gets the last one's. */
-static size_t due_rows(struct fx *f, uint64_t id, const char *key, int64_t *due)
+/* An iterator over one table of the bucket (the bounds are copied by the engine). */
+static struct eng_iter *table_iter(struct fx *f, uint64_t id, char table)
 {
     struct mg_buf lo, hi;
     mg_buf_init(&lo);
     mg_buf_init(&hi);
-    meta__key_table_range(id, META_TBL_DUE, &lo, &hi);
+    meta__key_table_range(id, table, &lo, &hi);
     struct eng_iter *it = eng_iter_create(f->ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
+    mg_buf_close(&lo);
+    mg_buf_close(&hi);
+    return it;
+}
+
+/* Due rows of bucket for key (all keys when key is NULL); *due gets the first (earliest). */
+static size_t due_rows(struct fx *f, uint64_t id, const char *key, int64_t *due)
+{
+    struct eng_iter *it = table_iter(f, id, META_TBL_DUE);
     size_t n = 0;
     for (; eng_iter_valid(it); eng_iter_next(it)) {
         size_t kl;
@@ -63,13 +72,22 @@ static size_t due_rows(struct fx *f, uint64_t id, const char *key, int64_t *due)
         assert_int_equal(meta__key_due_decode(k, kl, &bid, &d, &name), 0);
         if (key != NULL && (name.len != strlen(key) || memcmp(name.base, key, name.len) != 0))
             continue;
+        if (due != NULL && n == 0)
+            *due = d; /* the earliest */
         n++;
-        if (due != NULL)
-            *due = d;
     }
     eng_iter_destroy(it);
-    mg_buf_close(&lo);
-    mg_buf_close(&hi);
+    return n;
+}
+
+/* Rows of one table of the bucket. */
+static size_t table_rows(struct fx *f, uint64_t id, char table)
+{
+    struct eng_iter *it = table_iter(f, id, table);
+    size_t n = 0;
+    for (; eng_iter_valid(it); eng_iter_next(it))
+        n++;
+    eng_iter_destroy(it);
     return n;
 }
 
@@ -370,6 +388,11 @@ static void test_range_vs_point(void **state)
                                               &res[m]),
                          0);
         assert_int_equal(res[m].expired, 6);
+        /* the due and time index rows went with them (range: in runs, guarded like the
+         * entries); those of logs/04-keep (inside both spans) and logs0 stay */
+        assert_int_equal(due_rows(f, id, NULL, NULL), 1);
+        assert_int_equal(due_rows(f, id, "logs/04-keep", NULL), 1);
+        assert_int_equal(table_rows(f, id, META_TBL_TIME), 2);
     }
     f->ms->opts.lc_delete_point = 0;
     assert_int_equal(res[0].range_deletes, 2); /* 01-03 and 05-07: logs/04-keep between */
@@ -420,15 +443,66 @@ static void test_reindex(void **state)
     assert_true(r.reindex_done);
     assert_int_equal(r.reindexed, 2);
     int64_t due1 = 0;
-    due_rows(f, id, "logs/old", &due1);
+    /* the walk writes rows only (entries keep no due time): the 3-day row stays, stale, until
+     * it is due; test_reindex_stale_rows shows what expire-batch makes of such rows */
+    assert_int_equal(due_rows(f, id, "logs/old", &due1), 2);
     assert_true(due1 < due3);
     assert_int_equal(scan(f, id, t, items, 4, &epoch), 2);
     struct meta_lifecycle_stats st;
     meta_lifecycle_stats_get(f->ms, &st);
     assert_true(st.reindexed >= 4);
-    /* rules removed: the walk drops the rows */
+    /* rules removed: the walk drops the rows, stale ones too (one range tombstone) */
     set_rules(f, BKT, NULL);
     assert_int_equal(meta_lc_reindex_step(f->ms, BKT, 10, &r), 0);
+    assert_true(r.reindex_done);
+    assert_int_equal(due_rows(f, id, NULL, NULL), 0);
+}
+
+/* Rows the re-index wrote (the entries do not record them) for objects that were then
+ * overwritten, re-tagged out of the rule or deleted: when due, expire-batch re-reads the
+ * entry, recomputes with the current rules and drops the stale row; nothing is deleted early,
+ * and the overwritten object's own row still expires it later. */
+static void test_reindex_stale_rows(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.lc_day_seconds = 1;
+    uint64_t id = bucket_id(f, BKT);
+    put(f, BKT, "logs/a"); /* overwritten after the re-index */
+    put(f, BKT, "logs/b"); /* deleted after the re-index */
+    put(f, BKT, "logs/c"); /* untouched: expires */
+    set_rules(f, BKT, XML_LOGS_1DAY);
+    struct meta_expire_result r;
+    assert_int_equal(meta_lc_reindex_step(f->ms, BKT, 10, &r), 0);
+    assert_true(r.reindex_done);
+    assert_int_equal(due_rows(f, id, NULL, NULL), 3);
+    assert_int_equal(get(f, "logs/a").lc_due_ms, 0); /* rows only */
+    int64_t old_due = 0;
+    due_rows(f, id, "logs/a", &old_due);
+    usleep(1100 * 1000); /* the overwrite's due time is a later "day" */
+    put(f, BKT, "logs/a");
+    int existed = 0;
+    assert_int_equal(meta_object_delete(f->ms, BKT, S("logs/b"), &existed), 0);
+    assert_true(existed);
+    struct meta_object a2 = get(f, "logs/a");
+    assert_true(a2.lc_due_ms > old_due);
+    assert_int_equal(due_rows(f, id, "logs/a", NULL), 2); /* the stale one and its own */
+    struct meta_expire_item items[8];
+    uint64_t epoch;
+    int64_t t = old_due + 10; /* the old rows are due, the overwrite's is not */
+    assert_true(t < a2.lc_due_ms);
+    size_t n = scan(f, id, t, items, 8, &epoch);
+    assert_int_equal(n, 3);
+    assert_int_equal(meta_lc_expire_batch(f->ms, BKT, items, n, t, epoch, &r), 0);
+    assert_int_equal(r.expired, 1);
+    assert_true(exists(f, BKT, "logs/a"));
+    assert_false(exists(f, BKT, "logs/c"));
+    assert_int_equal(due_rows(f, id, NULL, NULL), 1); /* logs/a's own */
+    assert_int_equal(scan(f, id, t, items, 8, &epoch), 0);
+    n = scan(f, id, a2.lc_due_ms, items, 8, &epoch);
+    assert_int_equal(n, 1);
+    assert_int_equal(meta_lc_expire_batch(f->ms, BKT, items, n, a2.lc_due_ms, epoch, &r), 0);
+    assert_int_equal(r.expired, 1);
+    assert_false(exists(f, BKT, "logs/a"));
     assert_int_equal(due_rows(f, id, NULL, NULL), 0);
 }
 
@@ -658,6 +732,7 @@ int test_expire_run(void)
         cmocka_unit_test_setup_teardown(test_range_guard_put_after, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_range_vs_point, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reindex, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reindex_stale_rows, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_scan_mtimes, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_mpu_complete_due, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_put_cost, fx_setup, fx_teardown),
