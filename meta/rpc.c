@@ -194,7 +194,7 @@ static void wire_flush(struct wire *w)
     struct mg_buf t = w->wbuf;
     w->wbuf = w->out;
     w->out = t;
-    uv_buf_t b = uv_buf_init(w->wbuf.base, (unsigned)w->wbuf.len);
+    uv_buf_t b = {.base = w->wbuf.base, .len = w->wbuf.len}; /* uv_buf_init takes an unsigned */
     w->wreq.data = w;
     int rv = uv_write(&w->wreq, (uv_stream_t *)&w->tcp, &b, 1, on_wire_written);
     if (rv != 0) {
