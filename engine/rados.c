@@ -1056,23 +1056,20 @@ static int writing_now(struct eng_rados *r, uint64_t seg, uint64_t off)
     return yes;
 }
 
-/* The ref foreach reports for the blob whose stripes are v[0..n) (same seg, off). */
+/* The ref foreach reports for the blob whose stripes are v[0..n) (same seg, off), given the
+ * result len of fetching stripe 0's header into h (a negative errno; -ENOENT when the blob
+ * has no stripe 0). Returns 0 or MG_EIO (the fetch failed otherwise). */
 static int group_ref(struct eng_rados *r, const struct stripe_id *v, size_t n,
-                     struct eng_blob_ref *ref)
+                     const unsigned char *h, int len, struct eng_blob_ref *ref)
 {
-    if (v[0].idx == 0) {
-        char name[NAME_MAX_BYTES];
-        unsigned char h[HDR_BYTES + 1];
-        stripe_name(name, v[0].seg, v[0].off, 0);
-        int len = rados_getxattr(r->io, name, XATTR_HDR, (char *)h, sizeof(h));
-        if (len < 0 && len != -ENODATA && len != -ENOENT) {
-            mg_log(MG_LOG_ERROR, "op=rados_foreach name=%s err=%s", name, strerror(-len));
-            return rados_err(len);
-        }
-        if (len > 0 && hdr_decode(h, (size_t)len, ref) == 0 && ref->segment == v[0].seg &&
-            ref->offset == v[0].off && ref_stripes(ref) > v[n - 1].idx)
-            return 0;
+    if (len < 0 && len != -ENODATA && len != -ENOENT) {
+        mg_log(MG_LOG_ERROR, "op=rados_foreach seg=%" PRIx64 " off=%" PRIu64 " err=%s", v[0].seg,
+               v[0].off, strerror(-len));
+        return rados_err(len);
     }
+    if (len > 0 && hdr_decode(h, (size_t)len, ref) == 0 && ref->segment == v[0].seg &&
+        ref->offset == v[0].off && ref_stripes(ref) > v[n - 1].idx)
+        return 0;
     /* Unfinished (or its header is damaged): a ref that frees every stripe seen. */
     *ref = (struct eng_blob_ref){.segment = v[0].seg,
                                  .offset = v[0].off,
@@ -1082,21 +1079,64 @@ static int group_ref(struct eng_rados *r, const struct stripe_id *v, size_t n,
     return 0;
 }
 
+/* A header fetch in flight: the group v[i..j) and its stripe 0's "mg.h". */
+#define HDR_WINDOW 32u
+struct hdr_fetch {
+    size_t i, j;
+    rados_completion_t c; /* NULL: nothing issued (no stripe 0, or the issue failed) */
+    int issue_rv;         /* when c is NULL: the result to report (-ENOENT, or the error) */
+    unsigned char h[HDR_BYTES + 1];
+};
+
+/* Design: one header read per blob is O(blobs) round trips (~0.3 ms each here), so they go
+ * HDR_WINDOW at a time through rados_aio_getxattr, and cb still sees the blobs in (segment,
+ * offset) order: 100,000 blobs cost ~1 s of header reads instead of ~30 s. */
 int eng_rados_foreach(struct eng_rados *r, eng_blob_foreach_cb cb, void *ctx)
 {
     struct stripe_id *v;
-    size_t n;
+    size_t n, next = 0;
     int rv = list_stripes(r, &v, &n);
     if (rv != 0)
         return rv;
-    for (size_t i = 0, j; i < n && rv == 0; i = j) {
-        for (j = i + 1; j < n && v[j].seg == v[i].seg && v[j].off == v[i].off;)
-            j++;
-        if (writing_now(r, v[i].seg, v[i].off))
-            continue;
+    struct hdr_fetch win[HDR_WINDOW];
+    unsigned head = 0, cnt = 0;
+    for (;;) {
+        while (cnt < HDR_WINDOW && next < n && rv == 0) {
+            size_t j = next + 1;
+            while (j < n && v[j].seg == v[next].seg && v[j].off == v[next].off)
+                j++;
+            if (!writing_now(r, v[next].seg, v[next].off)) {
+                struct hdr_fetch *f = &win[(head + cnt++) % HDR_WINDOW];
+                *f = (struct hdr_fetch){.i = next, .j = j, .issue_rv = -ENOENT};
+                if (v[next].idx == 0) {
+                    char name[NAME_MAX_BYTES];
+                    stripe_name(name, v[next].seg, v[next].off, 0);
+                    rados_aio_create_completion2(NULL, NULL, &f->c);
+                    int e = rados_aio_getxattr(r->io, name, f->c, XATTR_HDR, (char *)f->h,
+                                               sizeof(f->h));
+                    if (e < 0) {
+                        rados_aio_release(f->c);
+                        f->c = NULL;
+                        f->issue_rv = e;
+                    }
+                }
+            }
+            next = j;
+        }
+        if (cnt == 0)
+            break;
+        struct hdr_fetch *f = &win[head];
+        head = (head + 1) % HDR_WINDOW;
+        cnt--;
+        int len = f->issue_rv;
+        if (f->c != NULL) {
+            rados_aio_wait_for_complete(f->c);
+            len = rados_aio_get_return_value(f->c);
+            rados_aio_release(f->c);
+        }
         struct eng_blob_ref ref;
-        if ((rv = group_ref(r, v + i, j - i, &ref)) == 0)
-            rv = cb(ctx, &ref);
+        if (rv == 0 && (rv = group_ref(r, v + f->i, f->j - f->i, f->h, len, &ref)) == 0)
+            rv = cb(ctx, &ref); /* after an error, the window drains without callbacks */
     }
     mg_free(v);
     return rv;

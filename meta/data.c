@@ -276,8 +276,7 @@ void meta__blobs_stats(struct meta_store *ms, struct eng_blob_stats *out)
     }
     struct eng_rados_stats st;
     eng_rados_stats_get(ms->rados, &st);
-    *out = (struct eng_blob_stats){.segments = eng_rados_writer_id(ms->rados),
-                                   .bytes_written = st.bytes_written,
+    *out = (struct eng_blob_stats){.bytes_written = st.bytes_written,
                                    .bytes_freed = st.bytes_freed,
                                    .corrupt_reads = st.corrupt_reads,
                                    .pinned = st.pinned,

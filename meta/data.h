@@ -25,8 +25,8 @@ struct meta_store;
  * MG_ECONFIG). */
 int meta__blobs_open(struct meta_store *ms, char *errmsg);
 void meta__blobs_close(struct meta_store *ms);
-/* The blob counters for meta_stats (a RADOS store maps its own onto them: segments = writer
- * id, disk_bytes and fsyncs 0). */
+/* The blob counters for meta_stats (a RADOS store maps its own onto them; segments,
+ * disk_bytes and fsyncs, which it has no equivalent of, stay 0). */
 void meta__blobs_stats(struct meta_store *ms, struct eng_blob_stats *out);
 
 struct meta__blob_writer;
