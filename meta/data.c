@@ -252,6 +252,15 @@ int meta__blobs_open(struct meta_store *ms, char *errmsg)
                                    .pool = ro->pool,
                                    .user = ro->user,
                                    .nspace = getenv("MG_RADOS_NAMESPACE")};
+        /* A cluster's nodes write one namespace but each holds only some shards' blob
+         * index: a walk here would condemn blobs other shards reference. Until a
+         * cluster-wide collector exists (TODO(#10)), foreach refuses (MG_EBUSY: the orphan
+         * collector stops for the run, fsck refuses). opts.cluster is valid during open. */
+        ms->blobs_shared = ms->opts.cluster != NULL && ms->opts.cluster->n > 1;
+        if (ms->blobs_shared)
+            mg_log(MG_LOG_WARN, "event=blob_walk_off reason=cluster nodes=%u: no orphan "
+                                "collection on a shared RADOS namespace yet",
+                   ms->opts.cluster->n);
         return eng_rados_open(&o, &ms->rados, errmsg);
     }
     char path[4096];
@@ -409,6 +418,8 @@ size_t meta__blob_retire_backlog(struct meta_store *ms)
 
 int meta__blob_foreach(struct meta_store *ms, eng_blob_foreach_cb cb, void *ctx)
 {
+    if (ms->blobs_shared)
+        return MG_EBUSY;
     return ms->rados != NULL ? eng_rados_foreach(ms->rados, cb, ctx)
                              : eng_blob_foreach(ms->bs, cb, ctx);
 }

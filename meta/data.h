@@ -44,6 +44,7 @@ int meta__blob_pin(struct meta_store *ms, const struct eng_blob_ref *ref);
 void meta__blob_unpin(struct meta_store *ms, const struct eng_blob_ref *ref);
 void meta__blob_retire(struct meta_store *ms, const struct eng_blob_ref *ref);
 size_t meta__blob_retire_backlog(struct meta_store *ms);
+/* MG_EBUSY on a cluster of more than one node (see meta__blobs_open in data.c). */
 int meta__blob_foreach(struct meta_store *ms, eng_blob_foreach_cb cb, void *ctx);
 
 #endif

@@ -215,6 +215,7 @@ struct meta_store {
     struct eng_db *db;
     struct eng_blobstore *bs;        /* data.backend local (meta/data.h), else NULL */
     struct eng_rados *rados;         /* data.backend rados (engine/rados.h), else NULL */
+    int blobs_shared;                /* a cluster's shared namespace: no foreach (meta/data.h) */
     struct meta_shard shard;
     atomic_uint_fast64_t list_steps; /* iterator seeks + nexts by LIST (tests assert bounds) */
     uint32_t free_grace_ms;          /* see meta_opts; tests set 0 for immediate frees */
