@@ -9,7 +9,8 @@
  * inside the head, names without ':' or blanks, values without outer blanks; a refusal or an
  * incomplete head only where the parser says so; the answer over any prefix (what an earlier
  * read saw) never contradicts the answer over the whole; a pipelined second request parses
- * from where the first head ends; unframing leaves a head of the same shape with no body.
+ * from where the first head ends; unframing leaves a head of the same shape with no body; the
+ * header-section size server.c refuses on (gw__head_section) stays inside what arrived.
  * And against h2o's own parser (picohttpparser's phr_parse_request, exported by libh2o, on
  * the bytes lib/http1.c gives it): every head h2o would accept and serve is judged, with the
  * same length, headers and body framing; otherwise its body would be read before auth.
@@ -182,6 +183,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rv == 1)
         check_head(buf, size, &hd);
     check_h2o(buf, size, rv, &hd);
+    /* What server.c refuses for size (report M10) is measured inside what arrived. */
+    assert(!hd.too_many || rv == -1);
+    size_t section = gw__head_section(buf, size, &hd, rv);
+    if (rv >= 0 && hd.line_len > 0)
+        assert(hd.line_len + section <= (rv == 1 ? hd.len : size));
+    if (rv == 1)
+        (void)gw__head_expect_unmet(&hd);
 
     /* Reads that end around a line break (where the parser's answer can change: the first 32),
      * at a spread of 8 other places, and around the head's end. */

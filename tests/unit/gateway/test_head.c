@@ -170,6 +170,58 @@ static void too_many_headers(void **state)
     assert_int_equal(hd.n, GW_HEAD_HEADERS_MAX);
     snprintf(req + off, sizeof(req) - off, "one: more\r\n\r\n");
     assert_int_equal(parse(req), -1);
+    assert_true(hd.too_many);
+    /* where picohttpparser refuses: the first byte of field 101, before its line is complete */
+    snprintf(req + off, sizeof(req) - off, "o");
+    assert_int_equal(parse(req), -1);
+    assert_true(hd.too_many);
+    assert_int_equal(hd.line_len, strlen("GET / HTTP/1.1\r\n"));
+    snprintf(req + off, sizeof(req) - off, "\r");
+    assert_int_equal(parse(req), 0); /* maybe the empty line */
+}
+
+/* gw__head_section: the field lines' bytes, complete or not (server.c refuses past
+ * GW_HEAD_SECTION_MAX); gw__head_expect_unmet: any Expect but 100-continue. */
+static void section_and_expect(void **state)
+{
+    (void)state;
+    const char *req = "PUT /b/k HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\n\r\nbody";
+    char *copy;
+    struct gw__head h;
+    size_t len = strlen(req);
+    copy = malloc(len);
+    memcpy(copy, req, len);
+    assert_int_equal(gw__head_parse(copy, len, &h), 1);
+    assert_int_equal(gw__head_section(copy, len, &h, 1),
+                     strlen("Host: x\r\nExpect: 100-Continue\r\n"));
+    assert_false(gw__head_expect_unmet(&h));
+    free(copy);
+    const char *bare = "GET / HTTP/1.1\nA: b\n\n";
+    len = strlen(bare);
+    copy = malloc(len);
+    memcpy(copy, bare, len);
+    assert_int_equal(gw__head_parse(copy, len, &h), 1);
+    assert_int_equal(gw__head_section(copy, len, &h, 1), strlen("A: b\n"));
+    free(copy);
+    const char *part = "GET / HTTP/1.1\r\nX-Pad: aaaa";
+    len = strlen(part);
+    copy = malloc(len);
+    memcpy(copy, part, len);
+    assert_int_equal(gw__head_parse(copy, len, &h), 0);
+    assert_int_equal(gw__head_section(copy, len, &h, 0), strlen("X-Pad: aaaa"));
+    assert_int_equal(gw__head_parse(copy, 5, &h), 0); /* no request line yet */
+    assert_int_equal(gw__head_section(copy, 5, &h, 0), 0);
+    free(copy);
+    const char *exp[] = {"Expect: 200-ok", "Expect: 100-continue, x", "Expect: foo"};
+    for (int i = 0; i < 3; i++) {
+        char buf[128];
+        int n = snprintf(buf, sizeof(buf), "PUT / HTTP/1.1\r\n%s\r\n\r\n", exp[i]);
+        copy = malloc((size_t)n);
+        memcpy(copy, buf, (size_t)n);
+        assert_int_equal(gw__head_parse(copy, (size_t)n, &h), 1);
+        assert_true(gw__head_expect_unmet(&h));
+        free(copy);
+    }
 }
 
 /* A head of exactly len bytes: request line, one X-Pad header, the empty line. */
@@ -220,6 +272,7 @@ int main(void)
         cmocka_unit_test(body_framing),
         cmocka_unit_test(left_to_h2o),
         cmocka_unit_test(too_many_headers),
+        cmocka_unit_test(section_and_expect),
         cmocka_unit_test(oversize_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
