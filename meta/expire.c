@@ -182,19 +182,26 @@ int meta__lc_due(struct meta_store *ms, uint64_t bucket_id, struct mg_str bucket
     return 0;
 }
 
+/* The due row of key at due_ms: deleted (o NULL) or put with its value, the mtime of the entry
+ * it indexes (8 bytes big-endian), so the scheduler reads it from the row (no entry read) and
+ * expire-batch tells a row of an older write of the key from the entry's own. Rows written
+ * before the value existed are "" (the scan then reads the entry's mtime). */
 static void due_row(struct meta_ws *b, uint64_t bucket_id, int64_t due_ms, struct mg_str key,
-                    int put)
+                    const struct meta_object *o)
 {
-    struct mg_buf k;
+    struct mg_buf k, v;
     mg_buf_init(&k);
+    mg_buf_init(&v);
     meta__key_due(&k, bucket_id, due_ms, key);
-    if (put)
-        meta__ws_put(b, k.base, k.len, "", 0);
-    else
+    if (o != NULL) {
+        meta__put_u64(&v, (uint64_t)o->mtime_ms);
+        meta__ws_put(b, k.base, k.len, v.base, v.len);
+    } else {
         meta__ws_delete(b, k.base, k.len);
+    }
     mg_buf_close(&k);
+    mg_buf_close(&v);
 }
-
 
 /* ------------------------------------------------------------------ stats
  *
@@ -361,13 +368,13 @@ int meta__lc_due_rows(struct meta_store *ms, struct meta_ws *b, uint64_t bucket_
 {
     int64_t od = had_old && old != NULL ? old->lc_due_ms : 0;
     int64_t nd = o != NULL ? o->lc_due_ms : 0;
-    if (od == nd) /* same row (or none): it is already there */
-        return 0;
-    if (od != 0)
-        due_row(b, bucket_id, od, key, 0);
+    if (od == nd && (nd == 0 || old->mtime_ms == o->mtime_ms))
+        return 0; /* same row (or none), same entry: it is already there */
+    if (od != 0 && od != nd)
+        due_row(b, bucket_id, od, key, NULL);
     if (nd == 0)
         return 0;
-    due_row(b, bucket_id, nd, key, 1);
+    due_row(b, bucket_id, nd, key, o);
     if (nd > meta__now_ms())
         return 0; /* ahead of every cursor: the scheduler only passes rows <= now */
     if (p != NULL) {
@@ -527,7 +534,7 @@ static int decide(struct meta_store *ms, uint64_t bucket_id, const struct lc_con
         e->act = ACT_STALE;
         e->left = e->found && e->cur.lc_due_ms == in->due_ms;
         if (!e->left)
-            due_row(b, bucket_id, in->due_ms, in->key, 0);
+            due_row(b, bucket_id, in->due_ms, in->key, NULL);
         return 0;
     }
     int64_t nd = cfg != NULL ? due_of(ms, cfg, &e->cur) : 0;
@@ -547,7 +554,7 @@ static int decide(struct meta_store *ms, uint64_t bucket_id, const struct lc_con
     upd.lc_due_ms = nd;
     upd.lc_gen = nd != 0 ? e->cur.lc_gen : 0;
     if (in->due_ms != e->cur.lc_due_ms && in->due_ms != nd)
-        due_row(b, bucket_id, in->due_ms, in->key, 0);
+        due_row(b, bucket_id, in->due_ms, in->key, NULL);
     if (upd.lc_due_ms != e->cur.lc_due_ms)
         entry_rewrite(b, bucket_id, &upd);
     return meta__lc_due_rows(ms, b, bucket_id, in->key, &e->cur, 1, &upd, p);
@@ -560,7 +567,7 @@ static void expire_rows(struct meta_ws *b, uint64_t bucket_id, struct exp_item *
 {
     meta__blob_index_delete(b, bucket_id, &e->cur.data);
     if (e->cur.lc_due_ms != 0 && e->cur.lc_due_ms != e->in->due_ms)
-        due_row(b, bucket_id, e->cur.lc_due_ms, e->in->key, 0);
+        due_row(b, bucket_id, e->cur.lc_due_ms, e->in->key, NULL);
 }
 
 /* The range guard for k[0..m) (sorted, distinct rows of one table). contig[i] = 1 when k[i] and
@@ -714,7 +721,7 @@ static void duplicate(struct meta_ws *b, uint64_t bucket_id, const struct exp_it
         e->left = 1;
     } else {
         e->act = ACT_STALE;
-        due_row(b, bucket_id, e->in->due_ms, e->in->key, 0);
+        due_row(b, bucket_id, e->in->due_ms, e->in->key, NULL);
     }
 }
 
@@ -1003,11 +1010,13 @@ uint64_t meta_lc_load(struct meta_store *ms)
 
 /* ------------------------------------------------------------- due scan */
 
-/* The scan's reader of entries: an iterator over the bucket's 'M' range that follows the due
- * rows. Timestamp-prefixed keys expire in key order, so the entry after the previous one is
- * usually the next row's: one next instead of a point read per row; otherwise one seek. Only
- * the mtime is decoded (no copy of inline data). */
+/* A due row carries the mtime of the entry it indexes. For a row without it (written before
+ * rows had values) the scan reads the entry: an iterator over the bucket's 'M' range (opened
+ * at the first such row) that follows the rows. Timestamp-prefixed keys expire in key order,
+ * so the entry after the previous one is usually the next row's: one next instead of a point
+ * read per row; otherwise one seek. Only the mtime is decoded (no copy of inline data). */
 struct entry_cursor {
+    struct meta_store *ms;
     struct eng_iter *it;
     struct mg_buf k;
 };
@@ -1016,6 +1025,15 @@ struct entry_cursor {
 static void entry_mtime(struct entry_cursor *c, uint64_t bucket_id, struct mg_str key,
                         struct mg_arena *a, int64_t *mtime)
 {
+    if (c->it == NULL) {
+        struct mg_buf lo, hi;
+        mg_buf_init(&lo);
+        mg_buf_init(&hi);
+        meta__key_table_range(bucket_id, META_TBL_META, &lo, &hi);
+        c->it = eng_iter_create(c->ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
+        mg_buf_close(&lo);
+        mg_buf_close(&hi);
+    }
     c->k.len = 0;
     meta__key_object(&c->k, bucket_id, key);
     *mtime = 0;
@@ -1028,9 +1046,12 @@ static void entry_mtime(struct entry_cursor *c, uint64_t bucket_id, struct mg_st
         *mtime = o.mtime_ms;
 }
 
-static int scan_item(struct entry_cursor *c, uint64_t bucket_id, const char *k, size_t kl,
+static int scan_item(struct entry_cursor *c, uint64_t bucket_id, struct eng_iter *it,
                      struct mg_arena *a, struct meta_expire_item *item)
 {
+    size_t kl, vl;
+    const char *k = eng_iter_key(it, &kl);
+    const char *v = eng_iter_value(it, &vl);
     uint64_t bid;
     int64_t due;
     struct mg_str key;
@@ -1039,7 +1060,10 @@ static int scan_item(struct entry_cursor *c, uint64_t bucket_id, const char *k, 
         return MG_ECORRUPT;
     item->key = (struct mg_str){mg_arena_dup(a, key.base, key.len), key.len};
     item->due_ms = due;
-    entry_mtime(c, bucket_id, key, a, &item->mtime_ms);
+    if (vl == 8)
+        item->mtime_ms = (int64_t)meta__get_u64(v);
+    else
+        entry_mtime(c, bucket_id, key, a, &item->mtime_ms);
     return 0;
 }
 
@@ -1062,18 +1086,15 @@ int meta_lc_due_scan(struct meta_store *ms, uint64_t bucket_id, int64_t now_ms, 
     meta__key_due(&lo, bucket_id, p.sched_due_ms, p.sched_key);
     meta__key_due(&hi, bucket_id, now_ms + 1, (struct mg_str){NULL, 0}); /* due <= now */
     struct eng_iter *it = eng_iter_create(ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
-    struct entry_cursor c;
+    struct entry_cursor c = {.ms = ms};
     mg_buf_init(&c.k);
-    lo.len = hi.len = 0;
-    meta__key_table_range(bucket_id, META_TBL_META, &lo, &hi);
-    c.it = eng_iter_create(ms->db, ENG_CF_META, lo.base, lo.len, hi.base, hi.len);
     for (; rv == 0 && *n < max && eng_iter_valid(it); eng_iter_next(it)) {
-        size_t kl;
-        const char *k = eng_iter_key(it, &kl);
-        rv = scan_item(&c, bucket_id, k, kl, a, &items[*n]);
+        rv = scan_item(&c, bucket_id, it, a, &items[*n]);
         if (rv == 0) {
             (*n)++;
         } else if (rv == MG_ECORRUPT) { /* skipped: fsck's, not a reason to stop expiring */
+            size_t kl;
+            eng_iter_key(it, &kl);
             mg_log(MG_LOG_ERROR, "event=corrupt_due_row bucket_id=%llu key_len=%zu",
                    (unsigned long long)bucket_id, kl);
             rv = 0;
@@ -1081,11 +1102,12 @@ int meta_lc_due_scan(struct meta_store *ms, uint64_t bucket_id, int64_t now_ms, 
     }
     if (rv == 0)
         rv = eng_iter_status(it);
-    if (rv == 0)
+    if (rv == 0 && c.it != NULL)
         rv = eng_iter_status(c.it);
     if (*n > 0)
         *oldest_due_ms = items[0].due_ms;
-    eng_iter_destroy(c.it);
+    if (c.it != NULL)
+        eng_iter_destroy(c.it);
     mg_buf_close(&c.k);
     eng_iter_destroy(it);
     mg_buf_close(&lo);

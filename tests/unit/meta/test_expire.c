@@ -506,9 +506,26 @@ static void test_reindex_stale_rows(void **state)
     assert_int_equal(due_rows(f, id, NULL, NULL), 0);
 }
 
-/* The due scan reads each row's mtime from an iterator over the entries that follows the
- * rows: rows in key order take a next, rows out of key order a seek (backwards too); each
- * item must carry its own entry's mtime. */
+/* Every due row of the bucket rewritten with an empty value, as rows were before they
+ * carried the entry's mtime. */
+static void due_rows_make_legacy(struct fx *f, uint64_t id)
+{
+    struct eng_batch *b = eng_batch_create();
+    struct eng_iter *it = table_iter(f, id, META_TBL_DUE);
+    for (; eng_iter_valid(it); eng_iter_next(it)) {
+        size_t kl;
+        const char *k = eng_iter_key(it, &kl);
+        eng_batch_put(b, ENG_CF_META, k, kl, "", 0);
+    }
+    eng_iter_destroy(it);
+    assert_int_equal(eng_batch_commit(f->ms->db, b, 0), 0);
+    eng_batch_destroy(b);
+}
+
+/* The due scan takes each row's mtime from the row; a row without one (written before rows
+ * had values) gets it from an iterator over the entries that follows the rows: rows in key
+ * order take a next, rows out of key order a seek (backwards too). Either way each item must
+ * carry its own entry's mtime. */
 static void test_scan_mtimes(void **state)
 {
     struct fx *f = *state;
@@ -525,12 +542,47 @@ static void test_scan_mtimes(void **state)
     }
     struct meta_expire_item items[8];
     uint64_t epoch;
-    assert_int_equal(scan(f, id, mt[3] + 5000, items, 8, &epoch), 4);
-    for (size_t i = 0; i < 4; i++) {
-        assert_int_equal(items[i].key.len, strlen(order[i]));
-        assert_memory_equal(items[i].key.base, order[i], items[i].key.len);
-        assert_true(items[i].mtime_ms == mt[i]);
+    for (int legacy = 0; legacy < 2; legacy++) {
+        if (legacy)
+            due_rows_make_legacy(f, id);
+        assert_int_equal(scan(f, id, mt[3] + 5000, items, 8, &epoch), 4);
+        for (size_t i = 0; i < 4; i++) {
+            assert_int_equal(items[i].key.len, strlen(order[i]));
+            assert_memory_equal(items[i].key.base, order[i], items[i].key.len);
+            assert_true(items[i].mtime_ms == mt[i]);
+        }
     }
+}
+
+/* An overwrite that lands on the same due row (same due time) rewrites the row with the new
+ * entry's mtime: the scheduler reads the mtime from the row, and a row naming the old mtime
+ * would be taken for a stale one. */
+static void test_overwrite_same_due(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.lc_day_seconds = 1;
+    uint64_t id = bucket_id(f, BKT);
+    set_rules(f, BKT, XML_LOGS_1DAY);
+    struct meta_object o1, o2;
+    for (int tries = 0;; tries++) { /* until both writes round up to the same "day" (1 s) */
+        assert_true(tries < 20);
+        put(f, BKT, "logs/x");
+        o1 = get(f, "logs/x");
+        usleep(5 * 1000);
+        put(f, BKT, "logs/x");
+        o2 = get(f, "logs/x");
+        if (o1.lc_due_ms == o2.lc_due_ms && o1.mtime_ms != o2.mtime_ms)
+            break;
+    }
+    assert_int_equal(due_rows(f, id, "logs/x", NULL), 1);
+    struct meta_expire_item items[4];
+    uint64_t epoch;
+    assert_int_equal(scan(f, id, o2.lc_due_ms, items, 4, &epoch), 1);
+    assert_true(items[0].mtime_ms == o2.mtime_ms);
+    struct meta_expire_result r;
+    assert_int_equal(meta_lc_expire_batch(f->ms, BKT, items, 1, o2.lc_due_ms, epoch, &r), 0);
+    assert_int_equal(r.expired, 1);
+    assert_false(exists(f, BKT, "logs/x"));
 }
 
 /* Multipart complete writes the due row; the old records (no TLVs) still decode. */
@@ -733,6 +785,7 @@ int test_expire_run(void)
         cmocka_unit_test_setup_teardown(test_range_vs_point, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reindex, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reindex_stale_rows, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_overwrite_same_due, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_scan_mtimes, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_mpu_complete_due, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_put_cost, fx_setup, fx_teardown),
