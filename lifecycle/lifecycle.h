@@ -215,7 +215,7 @@ struct lc_scheduler;
 struct lc_scheduler_opts {
     uint32_t day_seconds;        /* lifecycle.day_seconds (0: LC_DAY_SECONDS): upload aborts */
     uint64_t max_per_second;     /* lifecycle.max_per_second: objects/s expired (0: unlimited) */
-    uint32_t batch_max;          /* due rows per expire-batch op (0 or > 1000: 1000) */
+    uint32_t batch_max;          /* due rows per expire-batch op (0: META_EXPIRE_BATCH_MAX) */
     uint32_t reindex_per_second; /* entries/s a re-index walk visits (0: 1000000) */
     uint32_t idle_ms;            /* pause after a pass that found nothing to do (0: 1000) */
     uint64_t busy_load;          /* foreground load (meta_lc_load) at which it backs off

@@ -403,7 +403,7 @@ int meta_mpu_list(struct meta_store *ms, struct mg_str bucket, struct mg_str pre
  * expire-batch ops; rule changes reach existing objects through re-index ops walking the
  * bucket. Both ops keep their progress in the bucket's 0x03·id·'L' row. */
 
-#define META_EXPIRE_BATCH_MAX 1000
+#define META_EXPIRE_BATCH_MAX 4096 /* range deletes keep such a batch's Raft entry small */
 
 /* One due row the scheduler read, and the entry it indexes. */
 struct meta_expire_item {
