@@ -45,13 +45,14 @@
 #include <rados/librados.h>
 
 #include "engine/rados.h"
+#include "engine/rados_internal.h"
 
 #define CHUNK_SHIFT 16u
 #define CHUNK_BYTES (1u << CHUNK_SHIFT) /* 64 KiB, as the local store (engine/blob.c) */
-#define HDR_BYTES 56
+#define HDR_BYTES ENG__RADOS_HDR_BYTES
 #define HDR_MAGIC 0x3152474du /* "MGR1" */
 #define HDR_VERSION 1u
-#define NAME_MAX_BYTES 64
+#define NAME_MAX_BYTES ENG__RADOS_NAME_MAX
 #define COUNTER_OBJ "mg.instances"
 #define COUNTER_XATTR "n"
 #define XATTR_CRCS "mg.c"
@@ -68,16 +69,16 @@ struct flight {
 
 struct eng_rados_writer {
     struct eng_rados *r;
-    uint64_t seq;           /* ref offset */
-    char *buf;              /* the stripe being filled */
-    size_t len, cap;        /* bytes in buf, allocated */
-    uint32_t idx;           /* stripe index of buf */
-    uint64_t total;         /* bytes appended */
-    uint32_t crc;           /* running crc32c (not yet inverted) */
+    uint64_t seq;                             /* ref offset */
+    char *buf;                                /* the stripe being filled */
+    size_t len, cap;                          /* bytes in buf, allocated */
+    uint32_t idx;                             /* stripe index of buf */
+    uint64_t total;                           /* bytes appended */
+    uint32_t crc;                             /* running crc32c (not yet inverted) */
     struct flight fl[ENG_RADOS_INFLIGHT_MAX]; /* ring of ops in flight */
-    unsigned fl_head, fl_n; /* oldest, count */
-    int rv;                 /* sticky error: poisoned */
-    struct eng_rados_writer *prev, *next; /* r->writers (foreach skips these) */
+    unsigned fl_head, fl_n;                   /* oldest, count */
+    int rv;                                   /* sticky error: poisoned */
+    struct eng_rados_writer *prev, *next;     /* r->writers (foreach skips these) */
 };
 
 struct rpin {
@@ -90,11 +91,11 @@ struct rpin {
 struct eng_rados {
     rados_t cluster;
     rados_ioctx_t io;
-    uint64_t id;           /* writer id: the segment of every ref of this open */
-    uint32_t shift;        /* log2 stripe bytes */
-    uint32_t inflight_max; /* per writer */
-    pthread_mutex_t mu;    /* seq, writers, stats */
-    uint64_t seq;          /* last sequence handed out */
+    uint64_t id;                      /* writer id: the segment of every ref of this open */
+    uint32_t shift;                   /* log2 stripe bytes */
+    uint32_t inflight_max;            /* per writer */
+    pthread_mutex_t mu;               /* seq, writers, stats */
+    uint64_t seq;                     /* last sequence handed out */
     struct eng_rados_writer *writers; /* unfinished writers */
     struct eng_rados_stats st;        /* counters (pin ones are filled from the pin state) */
     pthread_mutex_t pin_mu;           /* everything below */
@@ -169,13 +170,12 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void stripe_name(char out[NAME_MAX_BYTES], uint64_t seg, uint64_t off, uint32_t idx)
+void eng__rados_name(char out[ENG__RADOS_NAME_MAX], uint64_t seg, uint64_t off, uint32_t idx)
 {
     snprintf(out, NAME_MAX_BYTES, "mg.%016" PRIx64 ".%016" PRIx64 ".%08" PRIx32, seg, off, idx);
 }
 
-/* Parse a stripe name; 0 or -1 (another object of the pool). */
-static int stripe_name_parse(const char *s, uint64_t *seg, uint64_t *off, uint32_t *idx)
+int eng__rados_name_parse(const char *s, uint64_t *seg, uint64_t *off, uint32_t *idx)
 {
     if (strlen(s) != 3 + 16 + 1 + 16 + 1 + 8 || memcmp(s, "mg.", 3) != 0 || s[19] != '.' ||
         s[36] != '.')
@@ -211,8 +211,8 @@ static uint64_t ref_stripes(const struct eng_blob_ref *ref)
 static int ref_valid(const struct eng_blob_ref *ref)
 {
     uint32_t s = ref_shift(ref);
-    return eng_rados_ref_is(ref) && (ref->flags & ~(ENG_RADOS_REF_FLAG | 0xffu)) == 0 &&
-           s >= 16 && s <= 22 && ref->length < (1ull << 42);
+    return eng_rados_ref_is(ref) && (ref->flags & ~(ENG_RADOS_REF_FLAG | 0xffu)) == 0 && s >= 16 &&
+           s <= 22 && ref->length < (1ull << 42);
 }
 
 static uint64_t stripe_len(const struct eng_blob_ref *ref, uint64_t s)
@@ -221,7 +221,8 @@ static uint64_t stripe_len(const struct eng_blob_ref *ref, uint64_t s)
     return ref->length - start < sz ? ref->length - start : sz;
 }
 
-static void hdr_encode(unsigned char h[HDR_BYTES], const struct eng_blob_ref *ref, int64_t ms)
+void eng__rados_hdr_encode(unsigned char h[ENG__RADOS_HDR_BYTES], const struct eng_blob_ref *ref,
+                           int64_t ms)
 {
     memset(h, 0, HDR_BYTES);
     le32_put(h, HDR_MAGIC);
@@ -236,8 +237,7 @@ static void hdr_encode(unsigned char h[HDR_BYTES], const struct eng_blob_ref *re
     le32_put(h + 4, crc32c(h + 8, HDR_BYTES - 8));
 }
 
-/* Decode a header into ref (flags from its stripe shift). 0 or -1 (not a valid header). */
-static int hdr_decode(const unsigned char *h, size_t len, struct eng_blob_ref *ref)
+int eng__rados_hdr_decode(const unsigned char *h, size_t len, struct eng_blob_ref *ref, int64_t *ms)
 {
     if (len != HDR_BYTES || le32_get(h) != HDR_MAGIC || le32_get(h + 4) != crc32c(h + 8, len - 8) ||
         le32_get(h + 8) != HDR_VERSION || le32_get(h + 28) != CHUNK_SHIFT)
@@ -247,6 +247,8 @@ static int hdr_decode(const unsigned char *h, size_t len, struct eng_blob_ref *r
     ref->crc32c = le32_get(h + 24);
     ref->segment = le64_get(h + 32);
     ref->offset = le64_get(h + 40);
+    if (ms != NULL)
+        *ms = (int64_t)le64_get(h + 48);
     return ref_valid(ref) ? 0 : -1;
 }
 
@@ -343,9 +345,12 @@ int eng_rados_open(const struct eng_rados_opts *o, struct eng_rados **out, char 
     uint32_t sb = o->stripe_bytes ? o->stripe_bytes : ENG_RADOS_STRIPE_BYTES_MAX;
     uint32_t inflight = o->inflight_max ? o->inflight_max : ENG_RADOS_INFLIGHT_DEFAULT;
     if (o->conf == NULL || o->pool == NULL || sb < ENG_RADOS_STRIPE_BYTES_MIN ||
-        sb > ENG_RADOS_STRIPE_BYTES_MAX || (sb & (sb - 1)) != 0 || inflight > ENG_RADOS_INFLIGHT_MAX) {
-        snprintf(errmsg, 256, "rados: conf and pool are required; stripe_bytes a power of two "
-                              "in [64 KiB, 4 MiB], inflight_max <= %u", ENG_RADOS_INFLIGHT_MAX);
+        sb > ENG_RADOS_STRIPE_BYTES_MAX || (sb & (sb - 1)) != 0 ||
+        inflight > ENG_RADOS_INFLIGHT_MAX) {
+        snprintf(errmsg, 256,
+                 "rados: conf and pool are required; stripe_bytes a power of two "
+                 "in [64 KiB, 4 MiB], inflight_max <= %u",
+                 ENG_RADOS_INFLIGHT_MAX);
         return MG_ECONFIG;
     }
     struct eng_rados *r = mg_calloc(1, sizeof(*r));
@@ -365,7 +370,8 @@ int eng_rados_open(const struct eng_rados_opts *o, struct eng_rados **out, char 
         goto err_after_locks;
     }
     mg_log(MG_LOG_INFO,
-           "event=rados_open pool=%s namespace=%s writer_id=%" PRIu64 " stripe_bytes=%u inflight=%u",
+           "event=rados_open pool=%s namespace=%s writer_id=%" PRIu64
+           " stripe_bytes=%u inflight=%u",
            o->pool, o->nspace != NULL ? o->nspace : "", r->id, sb, inflight);
     *out = r;
     return 0;
@@ -427,7 +433,7 @@ static uint64_t remove_range(struct eng_rados *r, uint64_t seg, uint64_t off, ui
     uint64_t removed = 0;
     char name[NAME_MAX_BYTES];
     for (uint64_t s = lo; s < hi; s++) {
-        stripe_name(name, seg, off, (uint32_t)s);
+        eng__rados_name(name, seg, off, (uint32_t)s);
         op[k] = rados_create_write_op();
         rados_write_op_remove(op[k]);
         rados_aio_create_completion2(NULL, NULL, &c[k]);
@@ -472,7 +478,8 @@ static uint64_t remove_stripes(struct eng_rados *r, uint64_t seg, uint64_t off, 
 void eng_rados_free(struct eng_rados *r, const struct eng_blob_ref *ref)
 {
     if (!ref_valid(ref)) {
-        mg_log(MG_LOG_WARN, "op=rados_free seg=%" PRIx64 " off=%" PRIu64 " flags=%x: not a rados ref",
+        mg_log(MG_LOG_WARN,
+               "op=rados_free seg=%" PRIx64 " off=%" PRIu64 " flags=%x: not a rados ref",
                ref->segment, ref->offset, ref->flags);
         return;
     }
@@ -552,7 +559,7 @@ static int stripe_send(struct eng_rados_writer *w, const unsigned char *hdr)
         le32_put(crcs + 4 * i, crc32c(w->buf + at, n));
     }
     char name[NAME_MAX_BYTES];
-    stripe_name(name, r->id, w->seq, w->idx);
+    eng__rados_name(name, r->id, w->seq, w->idx);
     struct flight *f = &w->fl[(w->fl_head + w->fl_n) % ENG_RADOS_INFLIGHT_MAX];
     f->op = rados_create_write_op();
     f->len = (uint32_t)w->len;
@@ -563,7 +570,8 @@ static int stripe_send(struct eng_rados_writer *w, const unsigned char *hdr)
     if (hdr != NULL)
         rados_write_op_setxattr(f->op, XATTR_HDR, (const char *)hdr, HDR_BYTES);
     rados_aio_create_completion2(NULL, NULL, &f->c);
-    int rv = rados_aio_write_op_operate(f->op, r->io, f->c, name, NULL, LIBRADOS_OPERATION_FULL_TRY);
+    int rv =
+        rados_aio_write_op_operate(f->op, r->io, f->c, name, NULL, LIBRADOS_OPERATION_FULL_TRY);
     if (rv < 0) {
         rados_aio_release(f->c);
         rados_release_write_op(f->op);
@@ -636,15 +644,15 @@ static void writer_discard(struct eng_rados_writer *w)
 static int header_put(struct eng_rados *r, const struct eng_blob_ref *ref, const unsigned char *h)
 {
     char name[NAME_MAX_BYTES];
-    stripe_name(name, ref->segment, ref->offset, 0);
+    eng__rados_name(name, ref->segment, ref->offset, 0);
     rados_write_op_t op = rados_create_write_op();
     rados_write_op_assert_exists(op); /* never create a bare header over a removed stripe */
     rados_write_op_setxattr(op, XATTR_HDR, (const char *)h, HDR_BYTES);
     int rv = rados_write_op_operate(op, r->io, name, NULL, LIBRADOS_OPERATION_FULL_TRY);
     rados_release_write_op(op);
     if (rv < 0) {
-        mg_log(MG_LOG_ERROR, "op=rados_header seg=%" PRIx64 " off=%" PRIu64 " err=%s",
-               ref->segment, ref->offset, strerror(-rv));
+        mg_log(MG_LOG_ERROR, "op=rados_header seg=%" PRIx64 " off=%" PRIu64 " err=%s", ref->segment,
+               ref->offset, strerror(-rv));
         count_error(r, 0);
         return rados_err(rv);
     }
@@ -661,7 +669,7 @@ int eng_rados_writer_finish(struct eng_rados_writer *w, struct eng_blob_ref *ref
                                .crc32c = ~w->crc,
                                .flags = ENG_RADOS_REF_FLAG | r->shift};
     unsigned char h[HDR_BYTES];
-    hdr_encode(h, &out, wall_ms());
+    eng__rados_hdr_encode(h, &out, wall_ms());
     int rv = w->rv;
     if (rv == 0)
         rv = stripe_send(w, w->idx == 0 ? h : NULL);
@@ -717,7 +725,8 @@ static void xattrs_take(rados_xattrs_iter_t it, unsigned char *crcs, size_t crcs
 
 static int corrupt(struct eng_rados *r, const struct eng_blob_ref *ref, uint64_t s, const char *why)
 {
-    mg_log(MG_LOG_ERROR, "op=rados_read seg=%" PRIx64 " off=%" PRIu64 " stripe=%" PRIu64 " corrupt=%s",
+    mg_log(MG_LOG_ERROR,
+           "op=rados_read seg=%" PRIx64 " off=%" PRIu64 " stripe=%" PRIu64 " corrupt=%s",
            ref->segment, ref->offset, s, why);
     count_error(r, 1);
     return MG_ECORRUPT;
@@ -739,7 +748,7 @@ static int stripe_read(struct eng_rados *r, const struct eng_blob_ref *ref, uint
     int prv = 0, xrv = 0;
     rados_xattrs_iter_t it = NULL;
     char name[NAME_MAX_BYTES];
-    stripe_name(name, ref->segment, ref->offset, (uint32_t)s);
+    eng__rados_name(name, ref->segment, ref->offset, (uint32_t)s);
     rados_read_op_t op = rados_create_read_op();
     if (b > a) /* a length of 0 would read the whole object */
         rados_read_op_read(op, a, (size_t)(b - a), tmp, &got, &prv);
@@ -771,9 +780,9 @@ static int stripe_read(struct eng_rados *r, const struct eng_blob_ref *ref, uint
     else if (nc != want)
         why = "crc_table";
     else if (s == 0 && a == 0 &&
-             (nh != HDR_BYTES || hdr_decode(hdr, nh, &h) != 0 || h.segment != ref->segment ||
-              h.offset != ref->offset || h.length != ref->length || h.crc32c != ref->crc32c ||
-              h.flags != ref->flags))
+             (nh != HDR_BYTES || eng__rados_hdr_decode(hdr, nh, &h, NULL) != 0 ||
+              h.segment != ref->segment || h.offset != ref->offset || h.length != ref->length ||
+              h.crc32c != ref->crc32c || h.flags != ref->flags))
         why = "header";
     for (uint64_t at = a; why == NULL && at < b; at += CHUNK_BYTES) {
         size_t n = b - at < CHUNK_BYTES ? (size_t)(b - at) : CHUNK_BYTES;
@@ -824,7 +833,7 @@ int eng_rados_verify(struct eng_rados *r, const struct eng_blob_ref *ref)
         return MG_EINVALIDARGUMENT;
     uint64_t n = ref_stripes(ref);
     char *buf = mg_malloc(ref->length < (1ull << ref_shift(ref)) ? (size_t)ref->length + 1
-                                                                   : (size_t)1 << ref_shift(ref));
+                                                                 : (size_t)1 << ref_shift(ref));
     uint32_t crc = 0xFFFFFFFFu;
     int rv = 0;
     for (uint64_t s = 0; s < n && rv == 0; s++) {
@@ -1026,7 +1035,7 @@ static int list_stripes(struct eng_rados *r, struct stripe_id **out, size_t *n_o
     const char *name;
     while ((rv = rados_nobjects_list_next(ctx, &name, NULL, NULL)) == 0) {
         struct stripe_id id;
-        if (stripe_name_parse(name, &id.seg, &id.off, &id.idx) != 0)
+        if (eng__rados_name_parse(name, &id.seg, &id.off, &id.idx) != 0)
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 1024;
@@ -1067,8 +1076,8 @@ static int group_ref(struct eng_rados *r, const struct stripe_id *v, size_t n,
                v[0].off, strerror(-len));
         return rados_err(len);
     }
-    if (len > 0 && hdr_decode(h, (size_t)len, ref) == 0 && ref->segment == v[0].seg &&
-        ref->offset == v[0].off && ref_stripes(ref) > v[n - 1].idx)
+    if (len > 0 && eng__rados_hdr_decode(h, (size_t)len, ref, NULL) == 0 &&
+        ref->segment == v[0].seg && ref->offset == v[0].off && ref_stripes(ref) > v[n - 1].idx)
         return 0;
     /* Unfinished (or its header is damaged): a ref that frees every stripe seen. */
     *ref = (struct eng_blob_ref){.segment = v[0].seg,
@@ -1110,7 +1119,7 @@ int eng_rados_foreach(struct eng_rados *r, eng_blob_foreach_cb cb, void *ctx)
                 *f = (struct hdr_fetch){.i = next, .j = j, .issue_rv = -ENOENT};
                 if (v[next].idx == 0) {
                     char name[NAME_MAX_BYTES];
-                    stripe_name(name, v[next].seg, v[next].off, 0);
+                    eng__rados_name(name, v[next].seg, v[next].off, 0);
                     rados_aio_create_completion2(NULL, NULL, &f->c);
                     int e = rados_aio_getxattr(r->io, name, f->c, XATTR_HDR, (char *)f->h,
                                                sizeof(f->h));

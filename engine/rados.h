@@ -37,7 +37,7 @@
 
 #include "engine/engine.h"
 
-#define ENG_RADOS_REF_FLAG 0x80000000u /* eng_blob_ref.flags of a RADOS blob */
+#define ENG_RADOS_REF_FLAG 0x80000000u        /* eng_blob_ref.flags of a RADOS blob */
 #define ENG_RADOS_STRIPE_BYTES_MAX (4u << 20) /* and the default */
 #define ENG_RADOS_STRIPE_BYTES_MIN (64u << 10)
 #define ENG_RADOS_INFLIGHT_DEFAULT 4u /* stripe writes in flight per writer */

@@ -258,8 +258,9 @@ int meta__blobs_open(struct meta_store *ms, char *errmsg)
          * collector stops for the run, fsck refuses). opts.cluster is valid during open. */
         ms->blobs_shared = ms->opts.cluster != NULL && ms->opts.cluster->n > 1;
         if (ms->blobs_shared)
-            mg_log(MG_LOG_WARN, "event=blob_walk_off reason=cluster nodes=%u: no orphan "
-                                "collection on a shared RADOS namespace yet",
+            mg_log(MG_LOG_WARN,
+                   "event=blob_walk_off reason=cluster nodes=%u: no orphan "
+                   "collection on a shared RADOS namespace yet",
                    ms->opts.cluster->n);
         return eng_rados_open(&o, &ms->rados, errmsg);
     }
@@ -345,8 +346,8 @@ static int ref_backend(struct meta_store *ms, const struct eng_blob_ref *ref)
     int rados = eng_rados_ref_is(ref);
     if (rados ? ms->rados != NULL : ms->bs != NULL)
         return rados;
-    mg_log(MG_LOG_ERROR, "event=blob_backend_mismatch seg=%" PRIx64 " off=%" PRIu64
-                         " ref=%s store=%s",
+    mg_log(MG_LOG_ERROR,
+           "event=blob_backend_mismatch seg=%" PRIx64 " off=%" PRIu64 " ref=%s store=%s",
            ref->segment, ref->offset, rados ? "rados" : "local", ms->rados ? "rados" : "local");
     return -1;
 }
