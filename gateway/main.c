@@ -47,6 +47,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: metagate serve [--config FILE] [--listen HOST:PORT] [--data DIR]\n"
                "       metagate admin lifecycle status --endpoint http://HOST:PORT\n"
                "       metagate admin fsck --data DIR [--repair]\n"
+               "       metagate admin shards|nodes --endpoint http://HOST:PORT\n"
                "       metagate --help\n"
                "\n"
                "serve      run the S3 gateway and the embedded metadata and blob store\n"
@@ -54,7 +55,8 @@ static void usage(FILE *f)
                "           threads, inline_max_bytes, log_level\n"
                "--listen   override \"listen\" (e.g. 127.0.0.1:9000)\n"
                "--data     override \"data_dir\"\n"
-               "admin lifecycle status  print a running server's lifecycle figures (/metrics)\n");
+               "admin lifecycle status  print a running server's lifecycle figures (/metrics)\n"
+               "admin shards|nodes      print a cluster's shard map or node table (/metrics)\n");
 }
 
 static void print_banner(const struct mg_config *cfg, const struct gw_server *srv)
@@ -266,6 +268,40 @@ static const char *metric_find(const char *text, const char *name)
     return NULL;
 }
 
+/* The --endpoint URL of an admin command (its only option); NULL (message printed) if absent
+ * or with anything else. */
+static const char *admin_endpoint(const char *what, int argc, char **argv)
+{
+    const char *endpoint = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--endpoint") == 0 && i + 1 < argc) {
+            endpoint = argv[++i];
+        } else {
+            fprintf(stderr, "metagate: unknown or incomplete option \"%s\"\n", argv[i]);
+            return NULL;
+        }
+    }
+    if (endpoint == NULL)
+        fprintf(stderr, "metagate: admin %s needs --endpoint http://HOST:PORT\n", what);
+    return endpoint;
+}
+
+/* admin_endpoint, then its /metrics into *m (initialized here; the caller closes it on 0).
+ * Returns 0, or the exit code: 2 (usage), 1 (fetch failed). */
+static int admin_metrics(const char *what, int argc, char **argv, const char **endpoint,
+                         struct mg_buf *m)
+{
+    *endpoint = admin_endpoint(what, argc, argv);
+    if (*endpoint == NULL)
+        return 2;
+    mg_buf_init(m);
+    if (fetch_metrics(*endpoint, m) != 0) {
+        mg_buf_close(m);
+        return 1;
+    }
+    return 0;
+}
+
 static int admin_lifecycle_status(int argc, char **argv)
 {
     static const struct {
@@ -285,24 +321,10 @@ static int admin_lifecycle_status(int argc, char **argv)
         {"tracker bytes written", "metagate_rocksdb_lsm_bytes_written"},
     };
     const char *endpoint = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--endpoint") == 0 && i + 1 < argc) {
-            endpoint = argv[++i];
-        } else {
-            fprintf(stderr, "metagate: unknown or incomplete option \"%s\"\n", argv[i]);
-            return 2;
-        }
-    }
-    if (endpoint == NULL) {
-        fprintf(stderr, "metagate: admin lifecycle status needs --endpoint http://HOST:PORT\n");
-        return 2;
-    }
     struct mg_buf m;
-    mg_buf_init(&m);
-    if (fetch_metrics(endpoint, &m) != 0) {
-        mg_buf_close(&m);
-        return 1;
-    }
+    int rv = admin_metrics("lifecycle status", argc, argv, &endpoint, &m);
+    if (rv != 0)
+        return rv;
     printf("%-26s %s\n", "lifecycle", endpoint);
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         const char *v = metric_find(m.base, rows[i].metric);
@@ -310,6 +332,72 @@ static int admin_lifecycle_status(int argc, char **argv)
                v != NULL ? v : "-");
     }
     mg_buf_close(&m);
+    return 0;
+}
+
+/* The value of label name in a sample line's label set (up to '}'), into out. */
+static void label_get(const char *line, const char *name, char *out, size_t n)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "%s=\"", name);
+    const char *end = line + strcspn(line, "}\n");
+    const char *p = strstr(line, pat);
+    out[0] = '\0';
+    if (p == NULL || p > end)
+        return;
+    p += strlen(pat);
+    size_t len = strcspn(p, "\"");
+    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), p);
+}
+
+/* admin shards|nodes: the cluster map a node's /metrics carries (meta_cluster_render). */
+static int admin_cluster(const char *what, int argc, char **argv)
+{
+    const char *endpoint = NULL;
+    struct mg_buf m;
+    int rv = admin_metrics(what, argc, argv, &endpoint, &m);
+    if (rv != 0)
+        return rv;
+    int shards = strcmp(what, "shards") == 0, rows = 0;
+    const char *sample = shards ? "metagate_shard_info{" : "metagate_cluster_node{";
+    if (shards)
+        printf("%-6s %-22s %-22s %-6s %-9s %-7s %-10s %-12s %s\n", "shard", "lo", "hi", "epoch",
+               "replicas", "leader", "keys", "bytes", "applied");
+    else
+        printf("%-5s %-22s %-22s %-22s %s\n", "node", "s3", "raft", "rpc", "row");
+    for (const char *p = m.base; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : p) {
+        if (strncmp(p, sample, strlen(sample)) != 0)
+            continue;
+        char a[64], b[64], c[64], d[64], e[64], f[64], g[64], h[64], k[64];
+        rows++;
+        if (shards) {
+            label_get(p, "shard", a, sizeof(a));
+            label_get(p, "lo", b, sizeof(b));
+            label_get(p, "hi", c, sizeof(c));
+            label_get(p, "epoch", d, sizeof(d));
+            label_get(p, "replicas", e, sizeof(e));
+            label_get(p, "leader", f, sizeof(f));
+            label_get(p, "keys", g, sizeof(g));
+            label_get(p, "bytes", h, sizeof(h));
+            label_get(p, "applied", k, sizeof(k));
+            printf("%-6s %-22s %-22s %-6s %-9s %-7s %-10s %-12s %s\n", a, b, c, d, e, f, g, h, k);
+        } else {
+            label_get(p, "node", a, sizeof(a));
+            label_get(p, "s3", b, sizeof(b));
+            label_get(p, "raft", c, sizeof(c));
+            label_get(p, "rpc", d, sizeof(d));
+            char want[128];
+            snprintf(want, sizeof(want), "metagate_cluster_node_row{row=\"id=%s ", a);
+            const char *row = strstr(m.base, want);
+            printf("%-5s %-22s %-22s %-22s %s\n", a, b, c, d,
+                   row == NULL ? "(no manager row yet)" : "written");
+        }
+    }
+    mg_buf_close(&m);
+    if (rows == 0) {
+        fprintf(stderr, "metagate: %s serves no cluster map (a single node?)\n", endpoint);
+        return 1;
+    }
     return 0;
 }
 
@@ -325,6 +413,9 @@ int main(int argc, char **argv)
     if (argc >= 4 && strcmp(argv[1], "admin") == 0 && strcmp(argv[2], "lifecycle") == 0 &&
         strcmp(argv[3], "status") == 0)
         return admin_lifecycle_status(argc - 4, argv + 4);
+    if (argc >= 3 && strcmp(argv[1], "admin") == 0 &&
+        (strcmp(argv[2], "shards") == 0 || strcmp(argv[2], "nodes") == 0))
+        return admin_cluster(argv[2], argc - 3, argv + 3);
     if (argc >= 3 && strcmp(argv[1], "admin") == 0 && strcmp(argv[2], "fsck") == 0)
         return meta_fsck_main(argc - 3, argv + 3);
     usage(stderr);

@@ -514,6 +514,7 @@ void gw__metrics_render(struct gw_server *srv, struct mg_buf *o)
     render_scrub(o, srv, &st);
     render_orphans(o, srv);
     render_raft_groups(o, srv);
+    meta_cluster_render(srv->ms, o); /* a cluster's map (admin shards|nodes); none on one node */
     gauge(o, "metagate_loops", "gauge", "Event loops (threads) serving HTTP.",
           (uint64_t)srv->nloops);
     uint64_t conns = 0, refused = 0, pauses = 0, shed = 0, t_req = 0, t_io = 0;

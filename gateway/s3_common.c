@@ -557,9 +557,34 @@ void gw__s3_submit_empty(struct gw_request *r, struct meta_op *op, int status)
 
 /* ----------------------------------------------------------------- dispatch */
 
+static void dispatch_now(struct gw_request *r);
+
+static void on_fenced(struct gw_request *r, struct meta_op *op, void *arg)
+{
+    (void)arg;
+    if (op->status != 0)
+        gw__s3_fail(r, op->status, "No leader confirmed this node's view of the metadata.");
+    else
+        dispatch_now(r);
+}
+
+/* In a cluster every request first waits for a read fence (meta_read_fence_create): the
+ * handlers read the bucket and objects from this node's committed state. A single node has
+ * no fence (NULL) and dispatches at once. */
 void gw_s3_dispatch(struct gw_request *r)
 {
     assert(r != NULL && r->req != NULL && r->ms != NULL);
+    struct meta_op *fence = meta_read_fence_create(r->ms, r->bucket);
+    if (fence == NULL)
+        dispatch_now(r);
+    else if (gw_op_submit(r, fence, on_fenced, NULL) != 0) {
+        meta_op_destroy(fence);
+        gw__s3_fail(r, MG_ESLOWDOWN, NULL);
+    }
+}
+
+static void dispatch_now(struct gw_request *r)
+{
     switch (r->op) {
     case GW_OP_LIST_BUCKETS: gw__s3_list_buckets(r); return;
     case GW_OP_CREATE_BUCKET: gw__s3_create_bucket(r); return;

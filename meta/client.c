@@ -18,7 +18,7 @@
 #include <string.h>
 
 #define MG_MODULE "meta"
-#include "meta/shard.h"
+#include "meta/cluster.h"
 
 /* ------------------------------------------------------------ op objects */
 
@@ -249,6 +249,7 @@ int meta__rt_start(struct meta_store *ms, char *errmsg)
     rt->wake.data = rt;
     uv_timer_init(&rt->loop, &rt->stop_timer);
     rt->stop_timer.data = rt;
+    ms->rt = rt; /* the open may create clients of its own (a cluster's RPC server) */
     rv = pthread_create(&rt->thread, NULL, rt_main, rt);
     if (rv != 0)
         mg_log(MG_LOG_FATAL, "event=meta_thread_failed errno=%d", rv);
@@ -259,6 +260,7 @@ int meta__rt_start(struct meta_store *ms, char *errmsg)
     rv = rt->open_rv;
     pthread_mutex_unlock(&rt->lock);
     if (rv != 0) {
+        ms->rt = NULL;
         snprintf(errmsg, 256, "%s", rt->open_errmsg);
         pthread_join(rt->thread, NULL);
         uv_loop_close(&rt->loop);
@@ -267,7 +269,6 @@ int meta__rt_start(struct meta_store *ms, char *errmsg)
         mg_free(rt);
         return rv;
     }
-    ms->rt = rt;
     return 0;
 }
 
@@ -384,6 +385,8 @@ int meta_op_submit(struct meta_client *c, struct meta_op *op, meta_op_cb done)
 void meta__op_complete(struct meta_op *op, int status)
 {
     struct meta__op_priv *p = op->priv;
+    if (p->routed && meta__router_completed(op, status))
+        return; /* a cluster's router tries it again */
     op->status = status;
     if (p->client != NULL) {
         struct meta_client *c = p->client;

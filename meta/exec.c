@@ -19,6 +19,7 @@
 #include <string.h>
 
 #define MG_MODULE "meta"
+#include "meta/cluster.h"
 #include "meta/expire.h"
 #include "meta/orphan.h"
 
@@ -92,6 +93,8 @@ static int run_body(struct meta_store *ms, struct meta_op *op)
     struct mg_arena *a = &op->priv->arena;
     if (op->type == META_OP__ORPHAN)
         return meta__orphan_do(ms, op);
+    if (op->type == META_OP__CLUSTER_INIT)
+        return meta__cluster_init_do(ms, op);
     switch (op->type) {
     case META_OP_BUCKET_CREATE:
         return meta__do_bucket_create(ms, op->in.bucket, op->in.owner, op->in.acl);
@@ -143,6 +146,14 @@ void meta__op_exec(struct meta__rt *rt, struct meta_op *op)
 {
     struct meta__shards *ss = rt->shards;
     assert(ss != NULL && tl_exec == NULL);
+    if (ss->cl != NULL) { /* a cluster: fences, and ops this node does not lead (router.c) */
+        if (op->type == META_OP__FENCE) {
+            meta__fence_begin(rt, op);
+            return;
+        }
+        if (meta__router_take(rt, op))
+            return;
+    }
     if (ss->parked_head != NULL || (needs_quiesce(op->type) && ss->inflight > 0)) {
         meta__shards_park(ss, op);
         return;
@@ -166,8 +177,10 @@ void meta__op_exec_now(struct meta__rt *rt, struct meta_op *op)
     int first = 0, dup = meta__dedup_begin(ss, op, &first);
     if (dup != 0) {
         /* A retry: answered with (or queued behind) its first attempt's outcome. Its own
-         * copy of the data is never stored. */
-        release_new_data(rt->ms, op);
+         * copy of the data is never stored. In a cluster the retry is the router's, carrying
+         * the very data of the first attempt: it is not ours to free. */
+        if (ss->cl == NULL)
+            release_new_data(rt->ms, op);
         if (dup == 1)
             meta__op_complete(op, first);
         return;
@@ -191,7 +204,8 @@ void meta__op_exec_now(struct meta__rt *rt, struct meta_op *op)
     if (rv != 0) {
         mg_log(MG_LOG_DEBUG, "event=proposal_refused op=%d err=%s", (int)op->type,
                mg_err_name(rv));
-        release_new_data(rt->ms, op);
+        if (rv != MG_ENOTLEADER) /* a cluster's router retries that one with the data */
+            release_new_data(rt->ms, op);
         meta__dedup_finish(ss, op, rv, 0);
         meta__op_complete(op, rv);
     }

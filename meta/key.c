@@ -23,6 +23,7 @@
 #include "meta/internal.h"
 #include "meta/expire.h"
 #include "meta/orphan.h"
+#include "meta/cluster.h"
 
 void meta__put_u64(struct mg_buf *k, uint64_t v)
 {
@@ -160,6 +161,19 @@ void meta__key_seq(struct mg_buf *k, struct mg_str name)
 {
     put_hdr(k, META_K_SHARD0, META_S0_SEQ);
     mg_buf_append(k, name.base, name.len);
+}
+
+/* The cluster map's rows (meta/cluster.h). */
+void meta__key_cluster_node(struct mg_buf *k, uint64_t node_id)
+{
+    put_hdr(k, META_K_SHARD0, 'N');
+    meta__put_u64(k, node_id);
+}
+
+void meta__key_cluster_shard(struct mg_buf *k, uint32_t shard_id)
+{
+    put_hdr(k, META_K_SHARD0, 'H');
+    meta__put_u32(k, shard_id);
 }
 
 void meta__key_bucket_attr(struct mg_buf *k, uint64_t bucket_id)

@@ -571,6 +571,14 @@ void meta_client_destroy(struct meta_client *c);
  * (meta_data_release). Callable from any thread holding c's loop (the loop thread). */
 int meta_op_submit(struct meta_client *c, struct meta_op *op, meta_op_cb done);
 
+/* Cluster read fence (issue 10): NULL on a single node (its reads need none). In a cluster, a
+ * private op to submit like any other (meta_op_submit; destroy it after done): when done
+ * runs with status 0, reads of committed state on this node (meta_bucket_get,
+ * meta_object_get, LIST, ...) of shard 0 and of bucket's shard (bucket.len 0: shard 0
+ * only) reflect every write acknowledged anywhere before this call; else MG_ESLOWDOWN (no
+ * leader confirmed within the router's deadline) or MG_ESHUTDOWN. */
+struct meta_op *meta_read_fence_create(struct meta_store *ms, struct mg_str bucket);
+
 /* Per-queue and per-group figures for /metrics (see meta_stats). */
 
 /* ------------------------------------------------------------------- stats */
@@ -612,6 +620,7 @@ struct meta_shard_stats {
     uint64_t durable_index;      /* gauge: flushed to RocksDB; applied - durable replays */
     uint64_t last_index;         /* gauge: last index in the log */
     uint64_t log_bytes;          /* gauge: the group's log on disk */
+    uint64_t leader_id;          /* gauge: the leader this node knows of (0: none) */
 };
 
 struct meta_op_stats {
@@ -626,5 +635,11 @@ struct meta_op_stats {
     struct meta_shard_stats shards[META_OP_STATS_SHARDS_MAX];
 };
 void meta_op_stats_get(struct meta_store *ms, struct meta_op_stats *out);
+
+/* A cluster's map for /metrics (issue 10; `metagate admin shards|nodes` reads it): every
+ * node, the manager's node rows, and per shard its bucket-id range, epoch, replicas, known
+ * leader, rows and bytes (counted now, at most 1,000,000 rows per shard). Appends nothing on
+ * a single node. Any thread; costs a range walk per shard, for a scrape, not per request. */
+void meta_cluster_render(struct meta_store *ms, struct mg_buf *out);
 
 #endif

@@ -26,6 +26,15 @@ struct meta__op_priv {
     struct meta__op_priv *next;  /* queue link (submission, then reply) */
     int submitted;
     int step;                    /* multi-entry ops: entries still to propose */
+    /* cluster (router.c): routing state of an op from this node's clients */
+    int routed;                  /* the router owns its retries until it completes */
+    int route_unknown;           /* an attempt's outcome is unknown: never free its data */
+    unsigned route_attempts;
+    int64_t route_deadline_ms;   /* meta__now_ms() after which it fails (503) */
+    int64_t route_due_ms;        /* next attempt */
+    struct meta__rt *route_rt;
+    int fence_status;            /* META_OP__FENCE: first failure of a shard's fence */
+    int fence_data_done;         /* META_OP__FENCE: the bucket's shard is (being) fenced */
     /* blocking callers */
     pthread_mutex_t *mu;
     pthread_cond_t *cv;

@@ -35,7 +35,9 @@
 #define MG_MODULE "meta"
 #include "common/config.h"
 #include "common/fs.h"
+#include "meta/cluster.h"
 #include "meta/orphan.h"
+#include "meta/remote.h"
 #include "meta/shard.h"
 
 #define FLUSH_TICK_MS 1000
@@ -45,6 +47,9 @@
  * 130 MB at 1 KiB objects, replayed in ~2 s after kill -9) or a minute has passed. */
 #define FLUSH_MAX_ENTRIES 100000 /* flush early when this many entries are not durable */
 #define FLUSH_MAX_AGE_MS 60000   /* and at least this often when anything is not durable */
+/* Entries a cluster keeps behind each snapshot (on_install): a node down for a while catches
+ * up from the log. At 1 KiB entries 8 MiB a group; about 30 s of writes at this box's rate. */
+#define CLUSTER_SNAPSHOT_TRAILING 8192
 
 static int64_t now_ms(void)
 {
@@ -257,6 +262,8 @@ static int on_apply(void *data, uint64_t index, const void *buf, size_t len, voi
         return rv;
     }
     s->applied = index;
+    if (s->ss->cl != NULL)
+        meta__fence_applied(s);
     atomic_fetch_add(&s->ss->applied_entries, 1);
     dedup_applied(s->ss, h.request_id);
     side_effects(ms, buf, len);
@@ -297,10 +304,19 @@ static int on_restore(void *data, const struct mraft_snapshot_desc *desc, uint64
     return 0;
 }
 
+/* No checkpoint transfer yet (TODO(#10): META_RPC_CHECKPOINT): a follower that fell behind
+ * its leader's truncated log waits here (MG_EBUSY, retried by the host every 500 ms) and does
+ * not serve that shard. A cluster keeps CLUSTER_SNAPSHOT_TRAILING entries behind each
+ * snapshot so that a node restarted after kill -9 catches up from the log instead. */
 static int on_install(void *data, const struct mraft_snapshot_desc *desc, uint64_t *applied)
 {
-    (void)data, (void)desc, (void)applied;
-    return MG_EBUSY; /* single node: no peer to fetch a checkpoint from (issue 10) */
+    struct meta__shard *s = data;
+    (void)applied;
+    if (s->ss->cl != NULL && s->install_logged++ == 0)
+        mg_log(MG_LOG_ERROR, "event=install_needed shard=%u snapshot=%llu applied=%llu "
+               "action=wait (no checkpoint transfer)", s->id,
+               (unsigned long long)desc->index, (unsigned long long)s->applied);
+    return MG_EBUSY;
 }
 
 const struct mraft_owner meta__shard_owner = {
@@ -420,6 +436,7 @@ static void on_stats_tick(uv_timer_t *t)
         o->durable_index = sh->durable;
         o->last_index = g.last_index;
         o->log_bytes = g.log_bytes;
+        o->leader_id = sh->g != NULL && !sh->reopening ? mraft_group_leader(sh->g, NULL) : 0;
     }
     pthread_mutex_lock(&ss->stats_lock);
     ss->sample = st;
@@ -473,12 +490,16 @@ static int open_host(struct meta__shards *ss, char *errmsg)
         snprintf(ss->address, sizeof(ss->address), "%s", ms->opts.raft_listen);
     else
         free_address(ss->address, sizeof(ss->address));
+    if (ss->cl != NULL) /* the node's own raft address, as every voter set names it */
+        snprintf(ss->address, sizeof(ss->address), "%s",
+                 meta__cluster_node(ss->cl, ss->cl->self)->raft);
     const char *addr = ss->address;
     struct mraft_host_config hc = {
-        .node_id = 1,
+        .node_id = ss->cl != NULL ? ss->cl->self : 1,
         .address = addr,
         .data_dir = dir,
         .snapshot_threshold = 4096,
+        .snapshot_trailing = ss->cl != NULL ? CLUSTER_SNAPSHOT_TRAILING : 0,
         .max_pending = 4096,
     };
     int rv = mraft_host_create(&ss->rt->loop, &hc, &ss->host);
@@ -497,6 +518,10 @@ static int open_group(struct meta__shards *ss, struct meta__shard *s)
         .owner = &meta__shard_owner,
         .owner_data = s,
     };
+    if (ss->cl != NULL) { /* every voter bootstraps with the same set (cluster.c) */
+        gc.voters = ss->cl->voters;
+        gc.n_voters = ss->cl->voter ? ss->cl->nvoters : 0;
+    }
     return mraft_group_create(ss->host, &gc, &s->g);
 }
 
@@ -624,9 +649,17 @@ int meta__shards_open(struct meta__rt *rt, char *errmsg)
     pthread_mutex_init(&ss->stats_lock, NULL);
     layout(ss, data_shard_count(rt->ms));
     rt->shards = ss;
-    int rv = open_host(ss, errmsg);
+    int rv = 0;
+    if (rt->ms->opts.cluster != NULL)
+        rv = meta__cluster_create(rt->ms->opts.cluster, &ss->cl, errmsg);
+    if (rv == 0 && ss->cl != NULL)
+        meta__router_init(ss); /* before the groups open: their replay releases fences */
+    if (rv == 0)
+        rv = open_host(ss, errmsg);
     if (rv == 0)
         rv = open_groups(ss, errmsg);
+    if (rv == 0 && ss->cl != NULL)
+        rv = meta__cluster_start(ss, errmsg);
     if (rv != 0)
         return rv;
     uv_timer_init(&rt->loop, &ss->flush_timer);
@@ -649,6 +682,7 @@ static void on_host_closed(struct mraft_host *h, void *data)
     struct meta__shards *ss = data;
     struct meta__rt *rt = ss->rt;
     meta__ov_close(&ss->ov);
+    meta__cluster_destroy(ss->cl);
     mg_free(ss->dedup);
     pthread_mutex_destroy(&ss->stats_lock);
     mg_free(ss);
@@ -665,9 +699,18 @@ static void close_host(struct meta__shards *ss)
         on_host_closed(NULL, ss);
 }
 
+static void on_remote_closed(struct meta__rt *rt)
+{
+    close_host(rt->shards);
+}
+
 static void on_timer_closed(uv_handle_t *h)
 {
-    close_host(h->data);
+    struct meta__shards *ss = h->data;
+    if (ss->cl != NULL) /* peers and the RPC server first: their ops fail, then the groups */
+        meta__remote_close(ss->rt, on_remote_closed);
+    else
+        close_host(ss);
 }
 
 void meta__shards_close(struct meta__shards *ss, void (*on_closed)(struct meta__rt *rt))
@@ -678,6 +721,8 @@ void meta__shards_close(struct meta__shards *ss, void (*on_closed)(struct meta__
     if (!ss->ms->opts.flusher_hold && eng_db_flush(ss->ms->db) == 0)
         for (unsigned i = 0; i < ss->n; i++)
             ss->shards[i].durable = ss->shards[i].applied;
+    if (ss->cl != NULL)
+        meta__cluster_stop(ss);
     if (ss->stats_timer.loop != NULL)
         uv_close((uv_handle_t *)&ss->stats_timer, NULL);
     for (unsigned i = 0; i < ss->n; i++)
@@ -719,9 +764,16 @@ static void chain_free(struct pending *p)
 
 static int submit(struct pending *p);
 
-/* The op's final outcome (appended: something of it reached the log, or it needed none). */
+/* The op's final outcome (appended: something of it reached the log, or it needed none). In
+ * a cluster an outcome left unknown by a lost leadership is MG_ETIMEOUT and its request id
+ * is forgotten: the router retries it on the next ready leader, whose dedup table knows the
+ * id if (and only if) the entry committed (router.c). */
 static void op_done(struct meta__shards *ss, struct meta_op *op, int status, int appended)
 {
+    if (ss->cl != NULL && status != 0 && appended) {
+        status = MG_ETIMEOUT;
+        appended = 0;
+    }
     meta__dedup_finish(ss, op, status, appended);
     meta__op_complete(op, status);
 }
@@ -742,11 +794,12 @@ static void run_parked(struct meta__shards *ss)
     }
 }
 
-static int map_raft_err(int rv)
+static int map_raft_err(struct meta__shards *ss, int rv)
 {
     switch (rv) {
+    case MG_ENOTLEADER: /* a cluster's router retries it on the leader (router.c) */
+        return ss->cl != NULL ? MG_ENOTLEADER : MG_ESLOWDOWN;
     case MG_EBUSY:
-    case MG_ENOTLEADER:
         return MG_ESLOWDOWN;
     case MG_ENOSPC:
     case MG_ESHUTDOWN:
@@ -788,12 +841,12 @@ static void on_proposed(struct mraft_propose *req, int status, uint64_t index, u
         int rv = submit(next);
         if (rv != 0) {
             chain_free(next);
-            op_done(ss, op, map_raft_err(rv), 1); /* the first entry is in the log */
+            op_done(ss, op, map_raft_err(ss, rv), 1); /* the first entry is in the log */
         }
     } else {
         chain_free(next);
         if (op != NULL)
-            op_done(ss, op, status == 0 ? 0 : map_raft_err(status), 1);
+            op_done(ss, op, status == 0 ? 0 : map_raft_err(ss, status), 1);
     }
     run_parked(ss);
 }
@@ -919,7 +972,7 @@ int meta__shards_propose(struct meta__shards *ss, struct meta_op *op, struct met
     int rv = submit(chain);
     if (rv != 0) {
         chain_free(chain);
-        return map_raft_err(rv);
+        return map_raft_err(ss, rv);
     }
     return 0;
 }

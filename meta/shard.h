@@ -57,6 +57,7 @@ struct meta__shard {
     int reopening;              /* fenced by a failed log append: closing and reopening */
     uint64_t reopens;           /* metrics */
     uv_timer_t retry_timer;     /* a failed reopen retries after a pause */
+    unsigned install_logged;    /* cluster: install requests seen (logged once) */
 };
 
 /* Request ids seen (DESIGN.md 6: a retried mutation returns its first result): a bounded
@@ -70,8 +71,11 @@ struct meta_dedup_slot {
     struct meta__op_priv *waiters;  /* retries that arrived while it was in flight */
 };
 
+struct meta__cluster; /* cluster.h */
+
 struct meta__shards {
     struct meta__rt *rt;
+    struct meta__cluster *cl;   /* NULL: a single node (meta_opts.cluster unset) */
     struct meta_store *ms;
     struct mraft_host *host;
     char address[64];           /* the raft host's "a.b.c.d:port" */
