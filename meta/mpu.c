@@ -21,6 +21,7 @@
 #include <openssl/rand.h>
 
 #define MG_MODULE "meta"
+#include "meta/data.h"
 #include "meta/expire.h"
 
 /* One op's target. */
@@ -396,17 +397,17 @@ static int materialize_inline(struct meta_store *ms, struct meta_part *p, struct
 {
     if (p->data.nextents > 0 || p->data.size == 0)
         return 0;
-    struct eng_blob_writer *w;
-    int rv = eng_blob_writer_create(ms->bs, p->data.size, &w);
+    struct meta__blob_writer *w;
+    int rv = meta__blob_writer_create(ms, p->data.size, &w);
     if (rv != 0)
         return rv;
-    rv = eng_blob_writer_append(w, p->data.inline_data.base, p->data.inline_data.len);
+    rv = meta__blob_writer_append(w, p->data.inline_data.base, p->data.inline_data.len);
     if (rv != 0) {
-        eng_blob_writer_abort(w);
+        meta__blob_writer_abort(w);
         return rv;
     }
     struct meta_extent *e = mg_arena_alloc(a, sizeof(*e));
-    if ((rv = eng_blob_writer_finish(w, &e->ref)) != 0)
+    if ((rv = meta__blob_writer_finish(w, &e->ref)) != 0)
         return rv;
     p->data.extents = e;
     p->data.nextents = 1;
