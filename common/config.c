@@ -111,6 +111,7 @@ void mg_config_close(struct mg_config *cfg)
     mg_free(cfg->rados_conf);
     mg_free(cfg->rados_pool);
     mg_free(cfg->rados_user);
+    mg_free(cfg->rados_namespace);
     cluster_nodes_free(cfg);
     memset(cfg, 0, sizeof(*cfg));
 }
@@ -435,7 +436,8 @@ static int parse_engine(struct mg_config *cfg, yajl_val v, char *errmsg)
     return 0;
 }
 
-/* "data": {"backend": "local"|"rados", "rados": {"conf": PATH, "pool": NAME, "user": NAME}} */
+/* "data": {"backend": "local"|"rados", "rados": {"conf": PATH, "pool": NAME, "user": NAME,
+ *                                                 "namespace": NAME}} */
 static int parse_data(struct mg_config *cfg, yajl_val v, char *errmsg)
 {
     if (!YAJL_IS_OBJECT(v))
@@ -469,6 +471,8 @@ static int parse_data(struct mg_config *cfg, yajl_val v, char *errmsg)
                     slot = &cfg->rados_pool;
                 else if (strcmp(rk, "user") == 0)
                     slot = &cfg->rados_user;
+                else if (strcmp(rk, "namespace") == 0)
+                    slot = &cfg->rados_namespace;
                 else
                     return fail(errmsg, "config key \"%s\": unknown key", key);
                 if ((rv = get_string(rx, key, slot, errmsg)) != 0)
@@ -828,7 +832,8 @@ static int check_data_cluster(struct mg_config *cfg, char *errmsg)
                         cfg->rados_conf);
         if (cfg->rados_user == NULL)
             cfg->rados_user = dup_str("admin");
-    } else if (cfg->rados_conf != NULL || cfg->rados_pool != NULL || cfg->rados_user != NULL) {
+    } else if (cfg->rados_conf != NULL || cfg->rados_pool != NULL || cfg->rados_user != NULL ||
+               cfg->rados_namespace != NULL) {
         return fail(errmsg, "config key \"%s\": set, but data.backend is \"local\"",
                     "data.rados");
     }

@@ -10,7 +10,7 @@
  * Keys: listen ("HOST:PORT"), data_dir, region, users[{name, access_key,
  * secret_key}], tls{cert_file, key_file}, domain, threads, inline_max_bytes,
  * log_level, meta{raft_listen, initial_shards, flusher}, lifecycle{day_seconds,
- * max_per_second, delete}, engine{compaction}, data{backend, rados{conf, pool, user}},
+ * max_per_second, delete}, engine{compaction}, data{backend, rados{conf, pool, user, namespace}},
  * cluster{node_id, nodes[{id, s3, raft, rpc}]} (issue 10: a cluster needs data.backend
  * "rados"). Not thread-safe; loaded once by main before
  * threads start.
@@ -76,6 +76,9 @@ struct mg_config {
     char *rados_pool;           /* data.rados.pool: pool name (required) */
     char *rados_user;           /* data.rados.user: client name without "client." (default
                                    "admin") */
+    char *rados_namespace;      /* data.rados.namespace: RADOS namespace of every object (NULL:
+                                   the pool's default one); one store (or cluster) per
+                                   namespace */
     uint64_t cluster_node_id;   /* cluster.node_id: this node (0: single node, no cluster) */
     struct mg_config_node *cluster_nodes; /* cluster.nodes, every node of the cluster (this
                                    one included), in config order */

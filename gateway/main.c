@@ -46,17 +46,22 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: metagate serve [--config FILE] [--listen HOST:PORT] [--data DIR]\n"
                "       metagate admin lifecycle status --endpoint http://HOST:PORT\n"
-               "       metagate admin fsck --data DIR [--repair]\n"
+               "       metagate admin fsck --data DIR [--repair] [--rados-conf PATH --rados-pool "
+               "NAME\n"
+               "                           [--rados-user NAME] [--rados-namespace NAME]]\n"
                "       metagate admin shards|nodes --endpoint http://HOST:PORT\n"
                "       metagate --help\n"
                "\n"
                "serve      run the S3 gateway and the embedded metadata and blob store\n"
                "--config   JSON configuration: listen, data_dir, region, users, tls, domain,\n"
-               "           threads, inline_max_bytes, log_level\n"
+               "           threads, inline_max_bytes, log_level, meta, lifecycle, engine,\n"
+               "           scrub, data, cluster (README: Configuration)\n"
                "--listen   override \"listen\" (e.g. 127.0.0.1:9000)\n"
                "--data     override \"data_dir\"\n"
                "admin lifecycle status  print a running server's lifecycle figures (/metrics)\n"
-               "admin shards|nodes      print a cluster's shard map or node table (/metrics)\n");
+               "admin shards|nodes      print a cluster's shard map or node table (/metrics)\n"
+               "admin fsck              check a stopped data directory (with data.backend rados:\n"
+               "                        the store's data.rados as --rados-* flags)\n");
 }
 
 static void print_banner(const struct mg_config *cfg, const struct gw_server *srv)

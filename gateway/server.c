@@ -1299,7 +1299,8 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
     if (cfg->meta_orphan_set)
         mo.orphan = &oo;
     /* data.backend "rados" and the cluster's node list (issue 10), borrowed by the open. */
-    struct meta_rados_opts ro = {cfg->rados_conf, cfg->rados_pool, cfg->rados_user};
+    struct meta_rados_opts ro = {cfg->rados_conf, cfg->rados_pool, cfg->rados_user,
+                                 cfg->rados_namespace};
     if (cfg->data_rados)
         mo.rados = &ro;
     struct meta_cluster_node nodes[64];

@@ -245,13 +245,14 @@ int meta__blobs_open(struct meta_store *ms, char *errmsg)
     assert(ms->bs == NULL && ms->rados == NULL);
     const struct meta_rados_opts *ro = ms->opts.rados;
     if (ro != NULL) {
-        /* MG_RADOS_NAMESPACE: a test knob giving each test server of one pool its own
-         * namespace (foreach, so the orphan collector and fsck, see the whole namespace).
-         * TODO(#10): a data.rados.namespace config key; a cluster's nodes share one. */
+        /* data.rados.namespace; without it the MG_RADOS_NAMESPACE test knob, which gives
+         * each test server of one pool its own namespace (foreach, so the orphan collector
+         * and fsck, see the whole namespace; a cluster's nodes share one). */
         struct eng_rados_opts o = {.conf = ro->conf,
                                    .pool = ro->pool,
                                    .user = ro->user,
-                                   .nspace = getenv("MG_RADOS_NAMESPACE")};
+                                   .nspace = ro->nspace != NULL ? ro->nspace
+                                                                : getenv("MG_RADOS_NAMESPACE")};
         /* A cluster's nodes write one namespace but each holds only some shards' blob
          * index: a walk here would condemn blobs other shards reference. Until a
          * cluster-wide collector exists (TODO(#10)), foreach refuses (MG_EBUSY: the orphan

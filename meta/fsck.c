@@ -338,6 +338,8 @@ int meta_fsck_main(int argc, char **argv)
             ro.pool = argv[++i];
         } else if (strcmp(argv[i], "--rados-user") == 0 && i + 1 < argc) {
             ro.user = argv[++i];
+        } else if (strcmp(argv[i], "--rados-namespace") == 0 && i + 1 < argc) {
+            ro.nspace = argv[++i];
         } else if (strcmp(argv[i], "--repair") == 0) {
             do_repair = 1;
         } else {
@@ -348,7 +350,8 @@ int meta_fsck_main(int argc, char **argv)
     }
     if (dir == NULL || (ro.conf == NULL) != (ro.pool == NULL)) {
         fprintf(stderr, "usage: metagate admin fsck --data DIR [--repair] "
-                        "[--rados-conf PATH --rados-pool NAME [--rados-user NAME]]\n");
+                        "[--rados-conf PATH --rados-pool NAME [--rados-user NAME] "
+                        "[--rados-namespace NAME]]\n");
         return 2;
     }
     umask(077);

@@ -52,6 +52,9 @@ struct meta_rados_opts {
     const char *conf; /* ceph.conf path */
     const char *pool; /* pool name */
     const char *user; /* client name without "client." */
+    const char *nspace; /* RADOS namespace of every object (NULL: the pool's default). The
+                           orphan collector and fsck walk the whole namespace: one store (or
+                           one cluster) per namespace */
 };
 
 /* A cluster (issue 10): every node of it, this one included, with its addresses

@@ -307,9 +307,11 @@ static void test_data_and_cluster(void **state)
     /* With rados it starts; its raft address is the node's. */
     snprintf(json, sizeof(json),
              "{\"data\": {\"backend\": \"rados\", \"rados\": {\"conf\": \"%s\", \"pool\": "
-             "\"mg\", \"user\": \"mg\"}}, \"cluster\": {\"node_id\": 2, %s}}",
+             "\"mg\", \"user\": \"mg\", \"namespace\": \"c1\"}}, \"cluster\": {\"node_id\": 2, "
+             "%s}}",
              conf, nodes);
     assert_int_equal(finish_json(json, data, &c, e), 0);
+    assert_string_equal(c.rados_namespace, "c1");
     assert_int_equal(c.cluster_node_id, 2);
     assert_int_equal(c.ncluster_nodes, 2);
     assert_string_equal(c.cluster_nodes[1].rpc, "127.0.0.1:9012");
