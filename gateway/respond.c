@@ -307,8 +307,9 @@ void gw_xml_escape(struct mg_buf *b, struct mg_str text)
 
 /* Slices of blob-backed data are read on a worker (gw_work_queue): a cold pread of 1 MiB can
  * take milliseconds, which would stall every connection on the loop. A read of at most
- * SMALL_BODY_BYTES (a whole small object) stays on the loop: it is usually in the page cache
- * and a thread handoff (~20 us) would cost more than the copy. The stream is h2o-shared memory
+ * SMALL_BODY_BYTES (a whole small object) of a local blob stays on the loop: it is usually in
+ * the page cache and a thread handoff (~20 us) would cost more than the copy. A RADOS blob
+ * (meta_data_remote) is a network round trip, up to the OSD op timeout: always a worker. The stream is h2o-shared memory
  * in the request pool; a worker read holds a reference, so a client that disconnects while
  * the read runs leaves the stream (and its malloc'd buffer) alive until the read is back. */
 struct data_stream {
@@ -324,6 +325,7 @@ struct data_stream {
     int done;           /* accounted in metrics */
     int stopped;        /* h2o stopped the generator (client went away) */
     int pinned;         /* d's blobs are pinned: unpinned at dispose, after the last read */
+    int remote;         /* meta_data_remote(&d): no read on the loop */
 };
 
 static void stream_finish(struct data_stream *s)
@@ -383,7 +385,7 @@ static void on_slice_after(struct gw_request *r, void *arg, int rv)
 static void stream_read_next(struct data_stream *s)
 {
     s->n = s->left < s->cap ? (size_t)s->left : s->cap;
-    if (s->n <= SMALL_BODY_BYTES) {
+    if (s->n <= SMALL_BODY_BYTES && !s->remote) {
         stream_send(s, meta_data_read(s->ms, &s->d, s->offset, s->buf, s->n));
         return;
     }
@@ -447,6 +449,7 @@ void gw_respond_data(struct gw_request *r, int status, const struct meta_data *d
     s->cap = len < SLICE_MAX_BYTES ? (size_t)len : SLICE_MAX_BYTES;
     s->buf = mg_malloc(s->cap);
     s->pinned = pinned;
+    s->remote = meta_data_remote(d);
     h2o_start_response(req, &s->super);
     stream_read_next(s);
 }

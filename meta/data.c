@@ -175,6 +175,14 @@ void meta_data_unpin(struct meta_store *ms, const struct meta_data *d)
         meta__blob_unpin(ms, &d->extents[i].ref);
 }
 
+int meta_data_remote(const struct meta_data *d)
+{
+    for (size_t i = 0; i < d->nextents; i++)
+        if (eng_rados_ref_is(&d->extents[i].ref))
+            return 1;
+    return 0;
+}
+
 int meta_data_read(struct meta_store *ms, const struct meta_data *d, uint64_t offset, void *buf,
                    size_t len)
 {

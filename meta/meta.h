@@ -188,6 +188,9 @@ void meta_data_release(struct meta_store *ms, const struct meta_data *d);
  * MG_ESLOWDOWN (too many pins). Inline data needs no pin. Thread-safe. */
 int meta_data_pin(struct meta_store *ms, const struct meta_data *d);
 void meta_data_unpin(struct meta_store *ms, const struct meta_data *d);
+/* 1 when reading d's bytes may wait on the network (a blob of data.backend rados): such reads
+ * never run on an event loop, however small. 0 for inline data and local blobs. */
+int meta_data_remote(const struct meta_data *d);
 /* Read len bytes at offset of the object's bytes into buf. Returns 0, MG_EIO, MG_ECORRUPT. */
 int meta_data_read(struct meta_store *ms, const struct meta_data *d, uint64_t offset, void *buf,
                    size_t len);
