@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MG_MODULE "meta"
 #include "meta/cluster.h"
@@ -84,6 +85,15 @@ int meta__cluster_create(const struct meta_cluster_opts *o, struct meta__cluster
         mg_free(cl);
         return MG_ECONFIG;
     }
+    /* Request ids must never repeat across restarts of this node: every replica's dedup table
+     * holds the ids of applied entries, and a reused id would be answered "done" without
+     * being applied. The counter starts at the wall clock in microseconds (2^48 us is 8.9
+     * years) and counts one per op, far slower than the clock, so a restarted node starts
+     * past every id it gave out before. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    cl->next_request_id = ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) &
+                          0xffffffffffffull;
     cl->nvoters = cl->n < META_REPLICAS_MAX ? cl->n : META_REPLICAS_MAX;
     for (unsigned i = 0; i < cl->nvoters; i++) {
         cl->voters[i].id = cl->nodes[i].id;

@@ -45,7 +45,8 @@ struct meta__cluster {
     int voter;                                   /* this node is in the voter set */
     int manager_rows_done;                       /* shard 0's rows are known written */
     int manager_rows_inflight;                   /* the init op is running */
-    uint64_t next_request_id;                    /* router-assigned ids (self << 48 | n) */
+    uint64_t next_request_id;                    /* router-assigned ids: self << 48 | n, n
+                                                    from the wall clock (cluster.c) */
     struct meta__fence_q *fences;                /* META_SHARDS_MAX, router.c */
     uv_timer_t tick;                             /* colocation and manager rows */
     struct meta_client *client;                  /* the manager-row op's, on the meta loop */

@@ -506,7 +506,9 @@ static void fence_part_done(struct meta_op *op, int status)
         p->fence_data_done = 1;
         struct meta__shard *s = fence_data_shard(rt->shards, op);
         if (s != NULL) {
+            p->step++; /* the same guard */
             fence_shard(rt->shards, op, s);
+            fence_part_done(op, 0);
             return;
         }
     }
@@ -519,7 +521,7 @@ void meta__fence_begin(struct meta__rt *rt, struct meta_op *op)
     struct meta__op_priv *p = op->priv;
     p->route_rt = rt;
     p->fence_status = 0;
-    p->step = 0;
+    p->step = 1; /* held until both shards are queued: a part may fail at once */
     p->fence_data_done = 0;
     struct meta__shard *data = fence_data_shard(ss, op);
     if (data != NULL) {
@@ -527,6 +529,7 @@ void meta__fence_begin(struct meta__rt *rt, struct meta_op *op)
         fence_shard(ss, op, data);
     }
     fence_shard(ss, op, &ss->shards[0]);
+    fence_part_done(op, 0);
 }
 
 void meta__fence_applied(struct meta__shard *s)
