@@ -20,7 +20,8 @@
 # (the suites run against build-asan/metagate, default "errors features
 # consistency durability"), MG_RADOS_SUITES (the suites run on data.backend
 # rados against a deploy/ceph-up Ceph, default "boto3 integrity durability
-# orphans"), MG_FUZZ_SECONDS (per libFuzzer target, default 8),
+# orphans cluster"; cluster is the 3-node kill -9 suite, ~3.5 min),
+# MG_FUZZ_SECONDS (per libFuzzer target, default 8),
 # MG_FUZZ_CC (the clang to use, default clang-14).
 set -uo pipefail
 
@@ -334,7 +335,7 @@ fi
 if [ "$CEPH_OK" = 1 ] && [ -x build/metagate ]; then
     # shellcheck disable=SC2086
     MG_TEST_DATA_RADOS="$CEPH_DIR/data.rados.json" run_integration "rados integration" \
-        build/metagate ${MG_RADOS_SUITES:-boto3 integrity durability orphans}
+        build/metagate ${MG_RADOS_SUITES:-boto3 integrity durability orphans cluster}
     ceph_down
 fi
 if [ "$ASAN_OK" = 1 ] && [ -x build-asan/metagate ]; then

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Cluster fixture for the integration suites (issue 10): N metagate nodes on
+127.0.0.1 started with deploy/cluster-up (which brings up a throwaway Ceph for
+data.backend "rados" when the base config names none) and stopped with
+deploy/cluster-down, both by PID. Nodes are killed with SIGKILL (or frozen
+with SIGSTOP) and restarted by re-running their recorded command line in
+their own directory, as an operator would.
+
+Stdlib only."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class ClusterError(Exception):
+    pass
+
+
+class Cluster:
+    def __init__(self, binary, workdir, n=3, base=None):
+        """base: the config every node starts from (users, switches, data.rados; without a
+        data.rados, cluster-up brings up a Ceph of its own under workdir/ceph)."""
+        self.binary = os.path.abspath(binary)
+        self.workdir = workdir
+        self.n = n
+        self.base = dict(base or {})
+        self.endpoints = []
+        self.users = []
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self, wait_s=90):
+        os.makedirs(self.workdir, exist_ok=True)
+        base = dict(self.base)
+        path = os.path.join(self.workdir, "base.json")
+        with open(path, "w") as f:
+            json.dump(base, f)
+        env = dict(os.environ, METAGATE_BIN=self.binary, MG_CLUSTER_WAIT_S=str(wait_s))
+        r = subprocess.run([os.path.join(ROOT, "deploy", "cluster-up"), str(self.n),
+                            self.workdir, path], env=env, capture_output=True, text=True,
+                           timeout=wait_s + 120)
+        if r.returncode != 0:
+            raise ClusterError("cluster-up failed: %s\n%s" % (r.stderr[-3000:], self.logs()))
+        self.endpoints = open(os.path.join(self.workdir, "endpoints")).read().split()
+        cred = os.path.join(self.workdir, "credentials.json")
+        self.users = base.get("users") or json.load(open(cred))
+        return self
+
+    def stop(self):
+        subprocess.run([os.path.join(ROOT, "deploy", "cluster-down"), self.workdir],
+                       capture_output=True, timeout=120)
+
+    def logs(self, tail=40):
+        out = []
+        for k in range(1, self.n + 1):
+            p = os.path.join(self.workdir, "node%d" % k, "log")
+            if os.path.exists(p):
+                lines = open(p, errors="replace").read().splitlines()[-tail:]
+                out.append("--- node%d log\n%s" % (k, "\n".join(lines)))
+        return "\n".join(out)
+
+    def env(self):
+        u = self.users[0]
+        return {"MG_ENDPOINT": self.endpoints[0], "MG_ACCESS_KEY": u["access_key"],
+                "MG_SECRET_KEY": u["secret_key"], "MG_REGION": "us-east-1"}
+
+    # ---------------------------------------------------------------- nodes
+    def node_dir(self, k):
+        return os.path.join(self.workdir, "node%d" % k)
+
+    def pid(self, k):
+        try:
+            return int(open(os.path.join(self.node_dir(k), "pid")).read().strip())
+        except (OSError, ValueError):
+            return 0
+
+    def alive(self, k):
+        pid = self.pid(k)
+        if pid <= 0:
+            return False
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        try:  # a zombie is dead for us
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().split(")")[-1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    def kill(self, k, sig=signal.SIGKILL):
+        pid = self.pid(k)
+        if pid > 0:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        if sig == signal.SIGKILL:
+            deadline = time.monotonic() + 10
+            while self.alive(k) and time.monotonic() < deadline:
+                time.sleep(0.02)
+
+    def restart(self, k):
+        """Re-run node k's recorded command line (/proc/PID/cmdline at its start) in its
+        own directory."""
+        d = self.node_dir(k)
+        argv = [a for a in open(os.path.join(d, "cmdline"), "rb").read().split(b"\0") if a]
+        log = open(os.path.join(d, "log"), "ab")
+        p = subprocess.Popen([a.decode() for a in argv], cwd=d, stdout=log, stderr=log,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        with open(os.path.join(d, "pid"), "w") as f:
+            f.write("%d\n" % p.pid)
+        self._procs = getattr(self, "_procs", [])
+        self._procs.append(p)  # reaped by Popen's own bookkeeping
+        return p.pid
+
+    # -------------------------------------------------------------- figures
+    def metrics(self, k, timeout=2):
+        try:
+            return urllib.request.urlopen(self.endpoints[k - 1] + "/metrics",
+                                          timeout=timeout).read().decode()
+        except Exception:
+            return ""
+
+    def shard_leaders(self):
+        """{shard id: node id} of the ready leaders the live nodes report."""
+        led = {}
+        for k in range(1, self.n + 1):
+            if not self.alive(k):
+                continue
+            for m in re.finditer(r'^metagate_raft_leader\{shard="(\d+)"\} 1', self.metrics(k),
+                                 re.M):
+                led[int(m.group(1))] = k
+        return led
+
+    def shards(self):
+        body = ""
+        for k in range(1, self.n + 1):
+            if self.alive(k):
+                body = self.metrics(k)
+                if body:
+                    break
+        return sorted(int(s) for s in re.findall(r'^metagate_raft_leader\{shard="(\d+)"\}',
+                                                 body, re.M))
+
+    def wait_led(self, timeout=60):
+        """Until every shard has a ready leader on a live node; returns the map."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            want = self.shards()
+            led = self.shard_leaders()
+            if want and all(s in led for s in want):
+                return led
+            time.sleep(0.2)
+        raise ClusterError("not every shard got a leader within %d s\n%s" % (timeout,
+                                                                              self.logs()))
