@@ -584,6 +584,8 @@ int meta_op_submit(struct meta_client *c, struct meta_op *op, meta_op_cb done);
  * only) reflect every write acknowledged anywhere before this call; else MG_ESLOWDOWN (no
  * leader confirmed within the router's deadline) or MG_ESHUTDOWN. */
 struct meta_op *meta_read_fence_create(struct meta_store *ms, struct mg_str bucket);
+/* 1 when ms is a cluster member (its local reads need a fence first), else 0. Any thread. */
+int meta_store_clustered(const struct meta_store *ms);
 
 /* Per-queue and per-group figures for /metrics (see meta_stats). */
 

@@ -592,10 +592,15 @@ void meta__router_destroy(struct meta__cluster *cl)
     mg_free(cl->fences);
 }
 
-struct meta_op *meta_read_fence_create(struct meta_store *ms, struct mg_str bucket)
+int meta_store_clustered(const struct meta_store *ms)
 {
     /* opts.cluster is borrowed by the open only; the shards' copy tells. Set once at open. */
-    if (ms->rt == NULL || ms->rt->shards == NULL || ms->rt->shards->cl == NULL)
+    return ms->rt != NULL && ms->rt->shards != NULL && ms->rt->shards->cl != NULL;
+}
+
+struct meta_op *meta_read_fence_create(struct meta_store *ms, struct mg_str bucket)
+{
+    if (!meta_store_clustered(ms))
         return NULL;
     struct meta_op *op = meta_op_create(META_OP_BUCKET_UPDATE);
     op->type = META_OP__FENCE;

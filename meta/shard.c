@@ -262,11 +262,11 @@ static int on_apply(void *data, uint64_t index, const void *buf, size_t len, voi
         return rv;
     }
     s->applied = index;
-    if (s->ss->cl != NULL)
-        meta__fence_applied(s);
     atomic_fetch_add(&s->ss->applied_entries, 1);
     dedup_applied(s->ss, h.request_id);
     side_effects(ms, buf, len);
+    if (s->ss->cl != NULL) /* after the side effects: a released read sees the caches too */
+        meta__fence_applied(s);
     *result = NULL;
     return 0;
 }
