@@ -468,7 +468,7 @@ int meta__object_decode_summary(const void *v, size_t len, struct mg_arena *a,
     size_t n;
     int r, have_size = 0;
     while ((r = tlv_next(&t, &tag, &iv, &n)) == 1) {
-        if ((tag == T_SIZE || tag == T_MTIME) && n != 8)
+        if ((tag == T_SIZE || tag == T_MTIME || tag == T_LC_DUE) && n != 8)
             return MG_ECORRUPT;
         if (tag == T_CKALGO && (n != 4 || meta__get_u32(iv) > MG_CKSUM_MD5))
             return MG_ECORRUPT;
@@ -477,6 +477,10 @@ int meta__object_decode_summary(const void *v, size_t len, struct mg_arena *a,
             o->size = o->data.size = meta__get_u64(iv);
         } else if (tag == T_MTIME) {
             o->mtime_ms = (int64_t)meta__get_u64(iv);
+        } else if (tag == T_LC_DUE) { /* the lifecycle re-index's (meta/expire.c) */
+            o->lc_due_ms = (int64_t)meta__get_u64(iv);
+            if (o->lc_due_ms <= 0)
+                return MG_ECORRUPT;
         } else if (tag == T_ETAG) {
             o->etag = (struct mg_str){mg_arena_dup(a, iv, n), n};
         } else if (tag == T_OWNER) {

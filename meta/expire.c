@@ -410,7 +410,8 @@ struct exp_item {
     int found;
     int left;                 /* its row stays (it indexes the current entry, not due yet) */
     struct meta_object cur;   /* the entry now (found) */
-    struct mg_buf okey;       /* its 'M' key (ACT_EXPIRE) */
+    struct mg_str okey;       /* its 'M' key (ACT_EXPIRE; in the op's arena) */
+    struct exp_item *prev_row; /* the item whose committed 'M' row is right before its own */
 };
 
 static int cmp_exp(const void *x, const void *y)
@@ -434,19 +435,19 @@ static void entry_rewrite(struct meta_ws *b, uint64_t bucket_id, const struct me
     mg_buf_close(&v);
 }
 
-/* The iterator is at the 'M' row m. */
-static int at_key(const struct eng_iter *it, const struct mg_buf *m)
+/* The iterator is at row m. */
+static int at_key(const struct eng_iter *it, struct mg_str m)
 {
     if (!eng_iter_valid(it))
         return 0;
     size_t kl;
     const char *k = eng_iter_key(it, &kl);
-    return kl == m->len && memcmp(k, m->base, kl) == 0;
+    return kl == m.len && memcmp(k, m.base, kl) == 0;
 }
 
 /* Move the iterator to row k: a next when it is on the row before (keys read in order), else a
  * seek. Returns 1 when it is at k. */
-static int iter_goto(struct eng_iter *it, const struct mg_buf *k)
+static int iter_goto(struct eng_iter *it, struct mg_str k)
 {
     if (at_key(it, k))
         return 1;
@@ -455,8 +456,13 @@ static int iter_goto(struct eng_iter *it, const struct mg_buf *k)
         if (at_key(it, k))
             return 1;
     }
-    eng_iter_seek(it, k->base, k->len);
+    eng_iter_seek(it, k.base, k.len);
     return at_key(it, k);
+}
+
+static struct mg_str buf_str(const struct mg_buf *b)
+{
+    return (struct mg_str){b->base, b->len};
 }
 
 /* expire-batch's reader of entries: one iterator over the batch's span of the 'M' range,
@@ -466,6 +472,8 @@ static int iter_goto(struct eng_iter *it, const struct mg_buf *k)
 struct entry_reader {
     struct eng_iter *it;
     struct mg_buf k;
+    struct exp_item *last; /* the last item found */
+    int at_last;           /* the iterator is at last's row */
 };
 
 static int entry_reader_open(struct meta_store *ms, uint64_t bucket_id, struct exp_item **x,
@@ -476,6 +484,8 @@ static int entry_reader_open(struct meta_store *ms, uint64_t bucket_id, struct e
     mg_buf_init(&hi);
     mg_buf_init(&r->k);
     r->it = NULL;
+    r->last = NULL;
+    r->at_last = 0;
     meta__key_object(&lo, bucket_id, x[0]->in->key);
     meta__key_object(&hi, bucket_id, x[n - 1]->in->key);
     mg_buf_append(&hi, "", 1); /* just past the last item */
@@ -493,25 +503,43 @@ static void entry_reader_close(struct entry_reader *r)
     mg_buf_close(&r->k);
 }
 
-/* As meta__object_read, from r. */
+/* As meta__object_read into e->cur / e->found, from r. With the iterator, e->prev_row is set
+ * when e's row is the committed row right after the previous found item's (one next from it):
+ * the entries' range guard then needs no second pass over the span. */
 static int entry_read(struct meta_store *ms, struct entry_reader *r, uint64_t bucket_id,
-                      struct mg_str key, struct mg_arena *a, struct meta_object *o, int *found)
+                      struct exp_item *e, struct mg_arena *a)
 {
+    struct mg_str key = e->in->key;
+    e->prev_row = NULL;
     if (r->it == NULL)
-        return meta__object_read(ms, bucket_id, key, a, o, found);
+        return meta__object_read(ms, bucket_id, key, a, &e->cur, &e->found);
     r->k.len = 0;
     meta__key_object(&r->k, bucket_id, key);
-    *found = iter_goto(r->it, &r->k);
-    if (!*found)
+    struct mg_str k = buf_str(&r->k);
+    int adj = 0;
+    if (r->at_last) {
+        eng_iter_next(r->it);
+        adj = e->found = at_key(r->it, k);
+    } else {
+        e->found = at_key(r->it, k);
+    }
+    if (!e->found) {
+        eng_iter_seek(r->it, k.base, k.len);
+        e->found = at_key(r->it, k);
+    }
+    r->at_last = e->found;
+    if (!e->found)
         return eng_iter_status(r->it);
+    e->prev_row = adj ? r->last : NULL;
+    r->last = e;
     size_t vl;
     const char *v = eng_iter_value(r->it, &vl);
-    int rv = meta__object_decode(v, vl, META_REC_OBJECT, a, o);
+    int rv = meta__object_decode(v, vl, META_REC_OBJECT, a, &e->cur);
     if (rv != 0)
         mg_log(MG_LOG_ERROR, "event=corrupt_entry bucket_id=%llu key_len=%zu",
                (unsigned long long)bucket_id, key.len);
     else
-        o->key = (struct mg_str){mg_arena_dup(a, key.base, key.len), key.len};
+        e->cur.key = (struct mg_str){mg_arena_dup(a, key.base, key.len), key.len};
     return rv;
 }
 
@@ -521,7 +549,7 @@ static int decide(struct meta_store *ms, uint64_t bucket_id, const struct lc_con
                   struct meta_lc_progress *p, struct entry_reader *r)
 {
     const struct meta_expire_item *in = e->in;
-    int rv = entry_read(ms, r, bucket_id, in->key, a, &e->cur, &e->found);
+    int rv = entry_read(ms, r, bucket_id, e, a);
     if (rv == MG_ECORRUPT) { /* leave a corrupt entry to fsck; its row goes */
         e->found = 0;
         rv = 0;
@@ -573,7 +601,7 @@ static void expire_rows(struct meta_ws *b, uint64_t bucket_id, struct exp_item *
 /* The range guard for k[0..m) (sorted, distinct rows of one table). contig[i] = 1 when k[i] and
  * k[i+1] are both committed rows with no committed row between them. One forward pass: a seek
  * per gap, a next per neighbour. */
-static int committed_neighbours(struct meta_store *ms, struct mg_buf *const *k, size_t m,
+static int committed_neighbours(struct meta_store *ms, struct mg_str *const *k, size_t m,
                                 int *contig)
 {
     struct mg_buf hi;
@@ -587,10 +615,10 @@ static int committed_neighbours(struct meta_store *ms, struct mg_buf *const *k, 
         contig[i] = 0;
         if (!at)
             eng_iter_seek(it, k[i]->base, k[i]->len);
-        if (!at && !at_key(it, k[i]))
+        if (!at && !at_key(it, *k[i]))
             continue;
         eng_iter_next(it);
-        at = contig[i] = at_key(it, k[i + 1]);
+        at = contig[i] = at_key(it, *k[i + 1]);
     }
     int rv = eng_iter_status(it);
     eng_iter_destroy(it);
@@ -600,87 +628,104 @@ static int committed_neighbours(struct meta_store *ms, struct mg_buf *const *k, 
 
 /* Delete k[i..j) (one run): a range tombstone when guarded, else point deletes. Counted in out
  * when count (the entries' run; due and time index rows are not counted). */
-static void delete_run(struct meta_store *ms, struct meta_ws *b, struct mg_buf *const *k,
-                       size_t i, size_t j, int count, struct meta_expire_result *out)
+static void delete_run(struct meta_store *ms, struct meta_ws *b, struct mg_str *const *k,
+                       size_t i, size_t j, int count, struct mg_buf *hi,
+                       struct meta_expire_result *out)
 {
     const struct meta_overlay *ov = &ms->rt->shards->ov;
-    struct mg_buf hi;
-    mg_buf_init(&hi);
-    mg_buf_append(&hi, k[j - 1]->base, k[j - 1]->len);
-    mg_buf_append(&hi, "", 1);
+    hi->len = 0;
+    mg_buf_append(hi, k[j - 1]->base, k[j - 1]->len);
+    mg_buf_append(hi, "", 1);
     int pending = j - i >= 2 && !meta__lc_test_no_guard &&
-                  meta__ov_any_in_range(ov, k[i]->base, k[i]->len, hi.base, hi.len);
+                  meta__ov_any_in_range(ov, k[i]->base, k[i]->len, hi->base, hi->len);
     if (j - i >= 2 && !pending) {
-        meta__ws_delete_range(b, k[i]->base, k[i]->len, hi.base, hi.len);
+        meta__ws_delete_range(b, k[i]->base, k[i]->len, hi->base, hi->len);
         out->range_deletes += count;
     } else {
         for (size_t x = i; x < j; x++)
             meta__ws_delete(b, k[x]->base, k[x]->len);
         out->point_deletes += count ? (uint32_t)(j - i) : 0;
     }
-    mg_buf_close(&hi);
 }
 
 /* Delete the rows k[0..m) (sorted, distinct, one table): every run of them that is contiguous
  * among the committed rows and has no pending write in its span becomes one range tombstone
- * (lifecycle.delete = range), the rest point deletes. */
-static int delete_keys(struct meta_store *ms, struct meta_ws *b, struct mg_buf *const *k,
-                       size_t m, int count, struct meta_expire_result *out)
+ * (lifecycle.delete = range), the rest point deletes. contig: the neighbours already known
+ * (the entries', from expire-batch's reader), else NULL: looked up. */
+static int delete_keys(struct meta_store *ms, struct meta_ws *b, struct mg_str *const *k,
+                       size_t m, int *contig, int count, struct meta_expire_result *out)
 {
     if (m == 0)
         return 0;
     int range = !ms->opts.lc_delete_point && m >= 2;
-    int *contig = mg_calloc(m, sizeof(*contig));
-    int rv = range ? committed_neighbours(ms, k, m, contig) : 0;
+    int *own = contig == NULL ? mg_calloc(m, sizeof(*own)) : NULL;
+    int rv = range && own != NULL ? committed_neighbours(ms, k, m, own) : 0;
+    if (own != NULL)
+        contig = own;
+    struct mg_buf hi;
+    mg_buf_init(&hi);
     for (size_t i = 0; rv == 0 && i < m;) {
         size_t j = i + 1;
-        while (j < m && contig[j - 1])
+        while (range && j < m && contig[j - 1])
             j++;
-        delete_run(ms, b, k, i, j, count, out);
+        delete_run(ms, b, k, i, j, count, &hi, out);
         i = j;
     }
-    mg_free(contig);
+    mg_buf_close(&hi);
+    mg_free(own);
     return rv;
 }
 
-static int cmp_buf(const void *x, const void *y)
+static int cmp_str_p(const void *x, const void *y)
 {
-    const struct mg_buf *a = *(struct mg_buf *const *)x, *b = *(struct mg_buf *const *)y;
-    return key_cmp((struct mg_str){a->base, a->len}, (struct mg_str){b->base, b->len});
+    return key_cmp(**(struct mg_str *const *)x, **(struct mg_str *const *)y);
+}
+
+/* The key built in scratch, copied into a (keys of a batch: no allocation of their own). */
+static struct mg_str arena_key(struct mg_arena *a, const struct mg_buf *scratch)
+{
+    return (struct mg_str){mg_arena_dup(a, scratch->base, scratch->len), scratch->len};
 }
 
 /* Delete the expiring entries x[0..m) (sorted by key) with their rows. Timestamp-prefixed keys
  * expire in runs, and so do their due rows (due · key) and time index rows (mtime · key): each
  * of the three tables gets its own guarded runs, so a batch of a dense prefix writes a few
- * range tombstones instead of one tombstone per row. */
+ * range tombstones instead of one tombstone per row. read_adj: the entries were read by the
+ * reader's iterator, so x[i]->prev_row tells their committed neighbours. */
 static int delete_expiring(struct meta_store *ms, uint64_t bucket_id, struct meta_ws *b,
-                           struct exp_item **x, size_t m, struct meta_expire_result *out)
+                           struct exp_item **x, size_t m, int read_adj, struct mg_arena *a,
+                           struct meta_expire_result *out)
 {
     if (m == 0)
         return 0;
-    struct mg_buf *keys = mg_malloc(2 * m * sizeof(*keys));
-    struct mg_buf **k = mg_malloc(m * sizeof(*k));
+    struct mg_str *keys = mg_arena_alloc(a, 2 * m * sizeof(*keys));
+    struct mg_str **k = mg_arena_alloc(a, m * sizeof(*k));
+    int *contig = read_adj ? mg_arena_alloc(a, m * sizeof(*contig)) : NULL;
+    struct mg_buf scratch;
+    mg_buf_init(&scratch);
     for (size_t i = 0; i < m; i++) {
-        meta__key_object(&x[i]->okey, bucket_id, x[i]->in->key);
         expire_rows(b, bucket_id, x[i]);
-        mg_buf_init(&keys[i]);
-        meta__key_due(&keys[i], bucket_id, x[i]->in->due_ms, x[i]->in->key);
-        mg_buf_init(&keys[m + i]);
-        meta__key_time_index(&keys[m + i], bucket_id, x[i]->cur.mtime_ms, x[i]->in->key);
-    }
-    for (size_t i = 0; i < m; i++)
+        scratch.len = 0;
+        meta__key_object(&scratch, bucket_id, x[i]->in->key);
+        x[i]->okey = arena_key(a, &scratch);
+        scratch.len = 0;
+        meta__key_due(&scratch, bucket_id, x[i]->in->due_ms, x[i]->in->key);
+        keys[i] = arena_key(a, &scratch);
+        scratch.len = 0;
+        meta__key_time_index(&scratch, bucket_id, x[i]->cur.mtime_ms, x[i]->in->key);
+        keys[m + i] = arena_key(a, &scratch);
         k[i] = &x[i]->okey;
-    int rv = delete_keys(ms, b, k, m, 1, out);
+        if (contig != NULL && i + 1 < m)
+            contig[i] = x[i + 1]->prev_row == x[i];
+    }
+    mg_buf_close(&scratch);
+    int rv = delete_keys(ms, b, k, m, contig, 1, out);
     for (size_t t = 0; rv == 0 && t < 2; t++) { /* due rows, then time index rows */
         for (size_t i = 0; i < m; i++)
             k[i] = &keys[t * m + i];
-        qsort(k, m, sizeof(*k), cmp_buf);
-        rv = delete_keys(ms, b, k, m, 0, out);
+        qsort(k, m, sizeof(*k), cmp_str_p);
+        rv = delete_keys(ms, b, k, m, NULL, 0, out);
     }
-    for (size_t i = 0; i < 2 * m; i++)
-        mg_buf_close(&keys[i]);
-    mg_free(keys);
-    mg_free(k);
     out->expired += (uint32_t)m;
     return rv;
 }
@@ -741,7 +786,6 @@ static int expire_batch(struct meta_store *ms, struct mg_str bucket, uint64_t bu
     struct exp_item **by_key = mg_arena_alloc(a, n * sizeof(*by_key));
     for (size_t i = 0; i < n; i++) {
         items[i] = (struct exp_item){.in = &in[i], .idx = i};
-        mg_buf_init(&items[i].okey);
         by_key[i] = &items[i];
     }
     qsort(by_key, n, sizeof(*by_key), cmp_exp);
@@ -762,17 +806,16 @@ static int expire_batch(struct meta_store *ms, struct mg_str bucket, uint64_t bu
         out->stale += e->act == ACT_STALE;
         out->rescheduled += e->act == ACT_MOVE;
     }
+    int read_adj = r.it != NULL;
     entry_reader_close(&r);
     if (rv == 0)
-        rv = delete_expiring(ms, bucket_id, b, by_key, m, out);
+        rv = delete_expiring(ms, bucket_id, b, by_key, m, read_adj, a, out);
     if (rv == 0) {
         cursor_after(items, n, epoch, &p, a);
         progress_write(b, bucket_id, &p);
     }
     for (size_t i = 0; rv == 0 && i < m; i++)
         meta__data_retire(ms, &by_key[i]->cur.data);
-    for (size_t i = 0; i < n; i++)
-        mg_buf_close(&items[i].okey);
     return rv;
 }
 
@@ -820,8 +863,18 @@ struct reindex_step {
     uint64_t bucket_id;
     const struct lc_config *cfg;
     uint64_t gen;
+    int tags;                 /* a rule has a tag filter: entries are decoded in full */
     struct meta_lc_progress p;
 };
+
+/* A rule of cfg filters on tags (the only input of a due time that the entry's summary lacks). */
+static int cfg_uses_tags(const struct lc_config *cfg)
+{
+    for (size_t i = 0; cfg != NULL && i < cfg->nrules; i++)
+        if (cfg->rules[i].filter.ntags > 0)
+            return 1;
+    return 0;
+}
 
 /* Recompute one entry (name, its committed value v) and write its rows when they change. The
  * value comes from the walk's iterator, not a read through the overlay: a pending write in the
@@ -831,7 +884,9 @@ static int reindex_entry(struct reindex_step *r, struct mg_str name, const char 
                          struct mg_arena *a, struct meta_ws *b)
 {
     struct meta_object cur;
-    if (meta__object_decode(v, vl, META_REC_OBJECT, a, &cur) != 0) {
+    int bad = r->tags ? meta__object_decode(v, vl, META_REC_OBJECT, a, &cur)
+                      : meta__object_decode_summary(v, vl, a, &cur); /* no copy of the value */
+    if (bad != 0) {
         mg_log(MG_LOG_ERROR, "event=corrupt_entry bucket_id=%llu key_len=%zu",
                (unsigned long long)r->bucket_id, name.len);
         return 0; /* fsck's */
@@ -913,6 +968,7 @@ int meta__do_lc_reindex(struct meta_store *ms, struct mg_str bucket, size_t n,
     struct mg_arena a;
     mg_arena_init(&a);
     rv = rules_get(ms, r.bucket_id, bucket, &r.cfg, &r.gen);
+    r.tags = cfg_uses_tags(r.cfg);
     if (rv == 0)
         rv = progress_read(ms, r.bucket_id, &a, &r.p);
     if (rv == 0 && r.p.reindex_gen != r.gen) { /* new rules: restart the walk */
@@ -1037,7 +1093,7 @@ static void entry_mtime(struct entry_cursor *c, uint64_t bucket_id, struct mg_st
     c->k.len = 0;
     meta__key_object(&c->k, bucket_id, key);
     *mtime = 0;
-    if (!iter_goto(c->it, &c->k))
+    if (!iter_goto(c->it, buf_str(&c->k)))
         return;
     size_t vl;
     const char *v = eng_iter_value(c->it, &vl);

@@ -169,7 +169,8 @@ void meta__object_encode(const struct meta_object *o, enum meta_rec_kind kind, s
  * empty (it lives in the row key). Returns 0 or MG_ECORRUPT. */
 int meta__object_decode(const void *v, size_t len, enum meta_rec_kind kind, struct mg_arena *a,
                         struct meta_object *o);
-/* Only key-independent LIST fields: size, mtime, etag, owner, cksum_algo (data left empty).
+/* Only key-independent LIST fields: size, mtime, etag, owner, cksum_algo (data left empty);
+ * and lc_due_ms for the lifecycle re-index.
  * Returns 0 or MG_ECORRUPT. */
 int meta__object_decode_summary(const void *v, size_t len, struct mg_arena *a,
                                 struct meta_object *o);

@@ -458,6 +458,38 @@ static void test_reindex(void **state)
     assert_int_equal(due_rows(f, id, NULL, NULL), 0);
 }
 
+/* The re-index decodes entries in full only when a rule filters on tags (else the summary,
+ * which must still carry the due time an entry records, so its old row is replaced). */
+static void test_reindex_decodes(void **state)
+{
+    struct fx *f = *state;
+    struct meta_kv tags[1] = {{S("k"), S("v")}};
+    struct meta_object v = {.tags = tags, .ntags = 1};
+    put(f, BKT, "logs/t");
+    put(f, BKT, "logs/u");
+    assert_int_equal(meta_object_update(f->ms, BKT, S("logs/t"), META_OBJECT_SET_TAGS, &v), 0);
+    f->ms->opts.lc_day_seconds = 1;
+    set_rules(f, BKT, XML_TAG_1DAY);
+    uint64_t id = bucket_id(f, BKT);
+    struct meta_expire_result r;
+    assert_int_equal(meta_lc_reindex_step(f->ms, BKT, 10, &r), 0);
+    assert_true(r.reindex_done);
+    assert_int_equal(due_rows(f, id, "logs/t", NULL), 1); /* tagged: due */
+    assert_int_equal(due_rows(f, id, NULL, NULL), 1);
+    /* logs/w is written under the 1-day rule: its entry records the row; a 3-day rule
+     * re-indexes it from the summary and moves the row, the recorded one deleted */
+    set_rules(f, BKT, XML_LOGS_1DAY);
+    put(f, BKT, "logs/w");
+    int64_t d1 = get(f, "logs/w").lc_due_ms;
+    assert_true(d1 != 0);
+    set_rules(f, BKT, XML_LOGS_3DAYS);
+    assert_int_equal(meta_lc_reindex_step(f->ms, BKT, 10, &r), 0);
+    assert_true(r.reindex_done);
+    int64_t d3 = 0;
+    assert_int_equal(due_rows(f, id, "logs/w", &d3), 1);
+    assert_true(d3 > d1);
+}
+
 /* Rows the re-index wrote (the entries do not record them) for objects that were then
  * overwritten, re-tagged out of the rule or deleted: when due, expire-batch re-reads the
  * entry, recomputes with the current rules and drops the stale row; nothing is deleted early,
@@ -784,6 +816,7 @@ int test_expire_run(void)
         cmocka_unit_test_setup_teardown(test_range_guard_put_after, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_range_vs_point, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reindex, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reindex_decodes, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reindex_stale_rows, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_same_due, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_scan_mtimes, fx_setup, fx_teardown),
