@@ -72,6 +72,7 @@ struct meta_dedup_slot {
 };
 
 struct meta__cluster; /* cluster.h */
+struct delayed_retire; /* shard.c */
 
 struct meta__shards {
     struct meta__rt *rt;
@@ -92,6 +93,9 @@ struct meta__shards {
     int64_t last_flush_ms;
     int closing;
     atomic_uint_fast64_t applied_entries; /* metrics */
+    struct delayed_retire *retire_head, *retire_tail; /* cluster: blobs retired later */
+    size_t retire_n;
+    uv_timer_t retire_timer;
     struct meta_dedup_slot *dedup;  /* META_DEDUP_SLOTS */
     uint64_t dedup_hits;            /* retries answered with the first result */
     uint64_t flushes;               /* RocksDB flushes the flusher completed */
