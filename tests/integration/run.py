@@ -16,6 +16,14 @@ may carry one directive comment (`# mg:` or `// mg:`):
   variant is reported as skipped).
 - timeout: seconds before the suite is killed (default 600).
 
+With --cluster N (issue 10), a suite of server kind `default` runs against a
+fresh N-node cluster (deploy/cluster-up, tests/lib/mgcluster.py) instead of a
+single server, through a node that leads no shard when the suite starts, so
+every write is forwarded and every read fenced; other kinds are skipped. The
+cluster's object bytes go to the Ceph that MG_TEST_DATA_RADOS's
+data.rados.json names (deploy/ceph-up), each cluster in its own RADOS
+namespace.
+
 Each run gets a temporary directory (config, data, log, scratch), a free
 127.0.0.1 port and two users; the server is stopped by PID afterwards. The
 suite reads its endpoint and keys from MG_* variables (mgserver.Server.env)
@@ -29,6 +37,7 @@ suite is a failure.
 
 import argparse
 import glob
+import json
 import os
 import re
 import shutil
@@ -42,6 +51,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 
+import mgcluster  # noqa: E402
 import mgserver  # noqa: E402
 
 # Every server is on this machine: never send its traffic through a proxy
@@ -183,8 +193,18 @@ def run_suite(v, args, counts):
     })
     t0 = time.monotonic()
     before = (counts.passed, counts.failed)
+    cluster = None
     try:
-        if v.server != "none":
+        if args.cluster and v.server != "none":
+            users = [mgserver.make_user("main"), mgserver.make_user("other")]
+            try:
+                cluster, node = start_cluster(args, workdir, users)
+            except mgcluster.ClusterError as e:
+                print(str(e), flush=True)
+                counts.fail("%s: cluster start" % v.label)
+                return
+            env.update(cluster_env(cluster, node, users))
+        elif v.server != "none":
             users = [mgserver.make_user("main"), mgserver.make_user("other")]
             server = mgserver.Server(
                 args.bin, workdir, users=users, tls=(v.server == "tls"),
@@ -219,11 +239,21 @@ def run_suite(v, args, counts):
             counts.fail("%s: suite %s" % (v.label, what))
         elif cases == 0:
             counts.fail("%s: suite ran no test case" % v.label)
+        if cluster is not None:
+            dead = [k for k in range(1, cluster.n + 1) if not cluster.alive(k)]
+            if dead:
+                print("*** %s: cluster nodes %s died during the suite" % (v.label, dead),
+                      flush=True)
+                counts.fail("%s: cluster node crashed" % v.label)
         if server is not None and v.server != "none" and not server.alive():
             print("*** %s: metagate died during the suite (exit %s)"
                   % (v.label, server.proc.returncode), flush=True)
             counts.fail("%s: server crashed" % v.label)
     finally:
+        if cluster is not None:
+            if counts.failed != before[1]:
+                print(cluster.logs(30), flush=True)
+            cluster.stop()
         if server is not None and server.alive():
             rc = server.stop()
             if rc != 0:
@@ -252,6 +282,47 @@ def run_suite(v, args, counts):
             print("    kept %s" % workdir)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def start_cluster(args, workdir, users):
+    """A fresh args.cluster-node cluster under workdir/cluster on the Ceph of
+    MG_TEST_DATA_RADOS (its own RADOS namespace, so no other store's orphan
+    collector sees its blobs); returns it and the node that leads no shard
+    (the last one if every node leads something)."""
+    rj = os.environ.get("MG_TEST_DATA_RADOS")
+    if not rj or not os.path.exists(rj):
+        raise mgcluster.ClusterError(
+            "--cluster needs MG_TEST_DATA_RADOS (a deploy/ceph-up data.rados.json)")
+    with open(rj) as f:
+        rados = json.load(f)
+    rados = dict(rados, namespace="it-%s" % os.path.basename(workdir))
+    base = {"users": users, "data": {"backend": "rados", "rados": rados}}
+    c = mgcluster.Cluster(args.bin, os.path.join(workdir, "cluster"), n=args.cluster,
+                          base=base)
+    c.start()
+    led = c.wait_led(timeout=60)
+    leaders = set(led.values())
+    idle = [k for k in range(1, c.n + 1) if k not in leaders]
+    node = idle[0] if idle else c.n
+    print("cluster of %d nodes, shard leaders %s; the suite talks to node %d (%s)"
+          % (c.n, dict(sorted(led.items())), node, c.endpoints[node - 1]), flush=True)
+    return c, node
+
+
+def cluster_env(c, k, users):
+    """The MG_* variables of mgserver.Server.env for node k of cluster c."""
+    url = c.endpoints[k - 1]
+    hostport = url.split("://", 1)[1].rstrip("/")
+    d = c.node_dir(k)
+    e = {"MG_ENDPOINT": url, "MG_HOST": hostport.rsplit(":", 1)[0],
+         "MG_PORT": hostport.rsplit(":", 1)[1], "MG_SCHEME": "http",
+         "MG_REGION": "us-east-1", "MG_PID": str(c.pid(k)),
+         "MG_DATA_DIR": os.path.join(d, "data"), "MG_CONFIG": os.path.join(d, "config.json"),
+         "MG_SERVER_LOG": os.path.join(d, "log"),
+         "MG_ACCESS_KEY": users[0]["access_key"], "MG_SECRET_KEY": users[0]["secret_key"],
+         "MG_ACCESS_KEY2": users[1]["access_key"], "MG_SECRET_KEY2": users[1]["secret_key"],
+         "MG_CLUSTER_ENDPOINTS": " ".join(c.endpoints)}
+    return e
 
 
 def reap_strays(workdir):
@@ -298,6 +369,9 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "metagate"))
     ap.add_argument("--keep", action="store_true", help="keep temp dirs")
     ap.add_argument("--list", action="store_true", help="list suites")
+    ap.add_argument("--cluster", type=int, default=int(os.environ.get("MG_TEST_CLUSTER", "0")),
+                    help="run server=default suites against an N-node cluster (env "
+                    "MG_TEST_CLUSTER; needs MG_TEST_DATA_RADOS)")
     ap.add_argument("suites", nargs="*", help="suite names (default: all)")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
@@ -317,6 +391,10 @@ def main():
                 counts.fail("%s: no such suite" % name)
         variants = [v for v in variants
                     if v.base in args.suites or v.label in args.suites]
+    if args.cluster:
+        for v in variants:
+            if v.server != "default" and not v.skip:
+                v.skip = "server=%s is not run against a cluster" % v.server
     t0 = time.monotonic()
     if not os.access(args.bin, os.X_OK):
         print("no executable %s" % args.bin)
