@@ -92,8 +92,8 @@ int meta__cluster_create(const struct meta_cluster_opts *o, struct meta__cluster
      * past every id it gave out before. */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    cl->next_request_id = ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) &
-                          0xffffffffffffull;
+    cl->next_request_id =
+        ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) & 0xffffffffffffull;
     cl->nvoters = cl->n < META_REPLICAS_MAX ? cl->n : META_REPLICAS_MAX;
     for (unsigned i = 0; i < cl->nvoters; i++) {
         cl->voters[i].id = cl->nodes[i].id;
@@ -131,8 +131,7 @@ static void node_row(const struct meta__node *n, struct mg_buf *v)
     mg_buf_append(v, s, (size_t)len);
 }
 
-static void shard_row(const struct meta__cluster *cl, const struct meta__shard *s,
-                      struct mg_buf *v)
+static void shard_row(const struct meta__cluster *cl, const struct meta__shard *s, struct mg_buf *v)
 {
     char s_[256];
     int len = snprintf(s_, sizeof(s_), "shard=%u lo=%llu hi=%llu epoch=%u replicas=", s->id,
@@ -144,8 +143,7 @@ static void shard_row(const struct meta__cluster *cl, const struct meta__shard *
 }
 
 /* Put (k, v) into ws unless the row exists (overlay first). Returns 0 or MG_EIO. */
-static int put_absent(struct meta_store *ms, struct meta_ws *ws, struct mg_buf *k,
-                      struct mg_buf *v)
+static int put_absent(struct meta_store *ms, struct meta_ws *ws, struct mg_buf *k, struct mg_buf *v)
 {
     struct mg_buf cur;
     int found = 0;
@@ -193,8 +191,7 @@ static void on_init_done(struct meta_op *op)
     cl->manager_rows_inflight = 0;
     if (op->status == 0) {
         cl->manager_rows_done = 1;
-        mg_log(MG_LOG_INFO, "event=manager_rows_written node=%llu",
-               (unsigned long long)cl->self);
+        mg_log(MG_LOG_INFO, "event=manager_rows_written node=%llu", (unsigned long long)cl->self);
     }
     meta_op_destroy(op);
 }
@@ -372,13 +369,15 @@ void meta_cluster_render(struct meta_store *ms, struct mg_buf *o)
     for (unsigned i = 0; i < cl->nvoters; i++)
         rl += snprintf(replicas + rl, sizeof(replicas) - (size_t)rl, "%s%llu", i ? "," : "",
                        (unsigned long long)cl->voters[i].id);
-    mg_buf_appendf(o, "# HELP metagate_cluster_self This node's id.\n"
-                      "# TYPE metagate_cluster_self gauge\nmetagate_cluster_self %llu\n",
+    mg_buf_appendf(o,
+                   "# HELP metagate_cluster_self This node's id.\n"
+                   "# TYPE metagate_cluster_self gauge\nmetagate_cluster_self %llu\n",
                    (unsigned long long)cl->self);
     mg_buf_appendf(o, "# HELP metagate_cluster_node A node of the cluster (config).\n"
                       "# TYPE metagate_cluster_node gauge\n");
     for (unsigned i = 0; i < cl->n; i++)
-        mg_buf_appendf(o, "metagate_cluster_node{node=\"%llu\",s3=\"%s\",raft=\"%s\",rpc=\"%s\"} 1\n",
+        mg_buf_appendf(o,
+                       "metagate_cluster_node{node=\"%llu\",s3=\"%s\",raft=\"%s\",rpc=\"%s\"} 1\n",
                        (unsigned long long)cl->nodes[i].id, cl->nodes[i].s3, cl->nodes[i].raft,
                        cl->nodes[i].rpc);
     mg_buf_appendf(o, "# HELP metagate_cluster_node_row The manager's node rows (shard 0).\n"
@@ -392,23 +391,25 @@ void meta_cluster_render(struct meta_store *ms, struct mg_buf *o)
         uint64_t keys, bytes;
         int capped;
         range_figures(ms, s, &keys, &bytes, &capped);
-        mg_buf_appendf(o, "metagate_shard_info{shard=\"%u\",lo=\"%llu\",hi=\"%llu\",epoch=\"%u\","
-                          "replicas=\"%s\",leader=\"%llu\",keys=\"%s%llu\",bytes=\"%llu\","
-                          "applied=\"%llu\"} 1\n",
-                       s->id, (unsigned long long)s->lo_id, (unsigned long long)s->hi_id,
-                       s->epoch, replicas, (unsigned long long)st->shards[i].leader_id,
-                       capped ? ">=" : "", (unsigned long long)keys, (unsigned long long)bytes,
+        mg_buf_appendf(o,
+                       "metagate_shard_info{shard=\"%u\",lo=\"%llu\",hi=\"%llu\",epoch=\"%u\","
+                       "replicas=\"%s\",leader=\"%llu\",keys=\"%s%llu\",bytes=\"%llu\","
+                       "applied=\"%llu\"} 1\n",
+                       s->id, (unsigned long long)s->lo_id, (unsigned long long)s->hi_id, s->epoch,
+                       replicas, (unsigned long long)st->shards[i].leader_id, capped ? ">=" : "",
+                       (unsigned long long)keys, (unsigned long long)bytes,
                        (unsigned long long)st->shards[i].applied_index);
     }
-    mg_buf_appendf(o, "# HELP metagate_cluster_forwarded_total Ops forwarded to a leader.\n"
-                      "# TYPE metagate_cluster_forwarded_total counter\n"
-                      "metagate_cluster_forwarded_total %llu\n"
-                      "# HELP metagate_cluster_forward_retries_total Attempts retried.\n"
-                      "# TYPE metagate_cluster_forward_retries_total counter\n"
-                      "metagate_cluster_forward_retries_total %llu\n"
-                      "# HELP metagate_cluster_read_index_calls_total READ_INDEX calls sent.\n"
-                      "# TYPE metagate_cluster_read_index_calls_total counter\n"
-                      "metagate_cluster_read_index_calls_total %llu\n",
+    mg_buf_appendf(o,
+                   "# HELP metagate_cluster_forwarded_total Ops forwarded to a leader.\n"
+                   "# TYPE metagate_cluster_forwarded_total counter\n"
+                   "metagate_cluster_forwarded_total %llu\n"
+                   "# HELP metagate_cluster_forward_retries_total Attempts retried.\n"
+                   "# TYPE metagate_cluster_forward_retries_total counter\n"
+                   "metagate_cluster_forward_retries_total %llu\n"
+                   "# HELP metagate_cluster_read_index_calls_total READ_INDEX calls sent.\n"
+                   "# TYPE metagate_cluster_read_index_calls_total counter\n"
+                   "metagate_cluster_read_index_calls_total %llu\n",
                    (unsigned long long)cl->forwarded, (unsigned long long)cl->forward_retries,
                    (unsigned long long)cl->read_index_rpcs);
     mg_free(st);

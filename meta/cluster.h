@@ -16,9 +16,9 @@
 
 #include "meta/shard.h"
 
-#define META_NODES_MAX 64       /* cluster.nodes entries */
-#define META_REPLICAS_MAX 3     /* voters per shard: min(3, nodes) */
-#define META_ADDR_MAX 64        /* "HOST:PORT" */
+#define META_NODES_MAX 64            /* cluster.nodes entries */
+#define META_REPLICAS_MAX 3          /* voters per shard: min(3, nodes) */
+#define META_ADDR_MAX 64             /* "HOST:PORT" */
 #define META_ROUTE_DEADLINE_MS 10000 /* a forwarded op or a fence gives up after this */
 #define META_ROUTE_BACKOFF_MIN_MS 20
 #define META_ROUTE_BACKOFF_MAX_MS 500
@@ -37,21 +37,21 @@ struct meta__node {
 struct meta__fence_q; /* router.c */
 
 struct meta__cluster {
-    uint64_t self;                               /* this node's id */
-    unsigned n;                                  /* nodes */
-    struct meta__node nodes[META_NODES_MAX];     /* by id, ascending */
+    uint64_t self;                                /* this node's id */
+    unsigned n;                                   /* nodes */
+    struct meta__node nodes[META_NODES_MAX];      /* by id, ascending */
     struct mraft_voter voters[META_REPLICAS_MAX]; /* the initial voter set (lowest ids) */
     unsigned nvoters;
-    int voter;                                   /* this node is in the voter set */
-    int manager_rows_done;                       /* shard 0's rows are known written */
-    int manager_rows_inflight;                   /* the init op is running */
-    uint64_t next_request_id;                    /* router-assigned ids: self << 48 | n, n
-                                                    from the wall clock (cluster.c) */
-    struct meta__fence_q *fences;                /* META_SHARDS_MAX, router.c */
-    uv_timer_t tick;                             /* colocation and manager rows */
-    struct meta_client *client;                  /* the manager-row op's, on the meta loop */
-    struct meta__op_priv *retry_head;            /* ops waiting for their next attempt */
-    uv_timer_t retry_timer;                      /* fires at the earliest of them */
+    int voter;                        /* this node is in the voter set */
+    int manager_rows_done;            /* shard 0's rows are known written */
+    int manager_rows_inflight;        /* the init op is running */
+    uint64_t next_request_id;         /* router-assigned ids: self << 48 | n, n
+                                         from the wall clock (cluster.c) */
+    struct meta__fence_q *fences;     /* META_SHARDS_MAX, router.c */
+    uv_timer_t tick;                  /* colocation and manager rows */
+    struct meta_client *client;       /* the manager-row op's, on the meta loop */
+    struct meta__op_priv *retry_head; /* ops waiting for their next attempt */
+    uv_timer_t retry_timer;           /* fires at the earliest of them */
     int64_t retry_timer_due_ms;
     uint64_t forwarded, forward_retries, fences_local, fences_remote, read_index_rpcs;
 };

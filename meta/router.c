@@ -283,21 +283,21 @@ int meta__router_completed(struct meta_op *op, int status)
 struct fence_wait {
     struct meta_op *op;
     struct meta__shard *s;
-    uint64_t index;           /* released once this node applied through index */
-    int64_t deadline_ms;      /* or failed (503) after this */
-    struct mraft_read read;   /* the local path */
+    uint64_t index;         /* released once this node applied through index */
+    int64_t deadline_ms;    /* or failed (503) after this */
+    struct mraft_read read; /* the local path */
     struct fence_wait *next;
 };
 
 struct meta__fence_q {
-    struct fence_wait *pending;   /* waiting for the next READ_INDEX call */
-    struct fence_wait *sent;      /* riding on the call in flight */
-    struct fence_wait *waiting;   /* index known, applied not there yet */
-    int inflight;                 /* a call is out */
-    unsigned attempts;            /* of the current batch */
-    int64_t deadline_ms;          /* of the current batch's oldest fence */
+    struct fence_wait *pending; /* waiting for the next READ_INDEX call */
+    struct fence_wait *sent;    /* riding on the call in flight */
+    struct fence_wait *waiting; /* index known, applied not there yet */
+    int inflight;               /* a call is out */
+    unsigned attempts;          /* of the current batch */
+    int64_t deadline_ms;        /* of the current batch's oldest fence */
     uv_timer_t retry;
-    uv_timer_t poll;              /* FENCE_POLL_MS while fences wait */
+    uv_timer_t poll; /* FENCE_POLL_MS while fences wait */
     struct meta__shards *ss;
     struct meta__shard *s;
 };
@@ -461,8 +461,8 @@ static void fence_kick(struct meta__fence_q *q)
         return;
     }
     q->ss->cl->read_index_rpcs++;
-    if (meta__remote_read_index(q->ss->rt, leader, s->id, META_REMOTE_TIMEOUT_MS,
-                                on_read_index, q) != 0) {
+    if (meta__remote_read_index(q->ss->rt, leader, s->id, META_REMOTE_TIMEOUT_MS, on_read_index,
+                                q) != 0) {
         fence_retry_later(q);
         return;
     }
