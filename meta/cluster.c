@@ -13,17 +13,13 @@
  * op (absent rows only); live figures (leader, applied index, keys) are
  * answered from the groups themselves (admin shards).
  *
- * Placement of leaders. Bucket create and delete write both shard 0 (the
- * name) and the bucket's data shard (its attribute row), as two entries of
- * one op that executes on one node, and the internal RPC forwards whole ops,
- * not entries. So leaders are kept together: a node that leads a data shard
- * while another node leads shard 0 hands the data shard's leadership to shard
- * 0's leader (mraft_group_transfer), checked every PLACE_TICK_MS; libraft's
- * leader balancing is therefore off in a cluster. Between an election and the
- * transfer, a bucket create/delete is answered MG_ENOTLEADER and retried by
- * the router (object ops touch their data shard only and are unaffected).
- * TODO(#10): forward an entry to another shard's leader so that leaders can
- * spread (mraft_host_balance) and splits can place them.
+ * Placement of leaders. libraft's leader balancing runs (mraft_host_balance every 2 s: a
+ * node leading more than ceil(groups / nodes) ready groups hands the excess to the voter
+ * leading the fewest), so shard 0 and the data shards are led by different nodes. Bucket
+ * create and delete write both shard 0 (the name) and the bucket's data shard (its
+ * attribute row): the op runs on its home shard's leader (create: shard 0, which it reads;
+ * delete: the data shard, whose emptiness it checks) and the other entry is proposed
+ * through that shard's leader (router.c, META_RPC_ENTRY).
  */
 #include <assert.h>
 #include <stdio.h>
@@ -35,7 +31,7 @@
 #include "meta/cluster.h"
 #include "meta/remote.h"
 
-#define PLACE_TICK_MS 200
+#define TICK_MS 200 /* the manager-row check */
 
 static int cmp_node(const void *a, const void *b)
 {
@@ -229,35 +225,13 @@ static void maybe_write_manager_rows(struct meta__shards *ss)
     }
 }
 
-/* ------------------------------------------------------------ placement */
-
-/* Every PLACE_TICK_MS: data shards this node leads go to shard 0's leader (file comment). At
- * most one transfer per group at a time (mraft_group_transfer refuses a second). */
-static void place_leaders(struct meta__shards *ss)
-{
-    struct meta__shard *s0 = &ss->shards[0];
-    if (s0->g == NULL || s0->reopening)
-        return;
-    uint64_t l0 = mraft_group_leader(s0->g, NULL);
-    if (l0 == 0 || l0 == ss->cl->self)
-        return;
-    for (unsigned i = 1; i < ss->n; i++) {
-        struct meta__shard *s = &ss->shards[i];
-        if (s->g == NULL || s->reopening || !mraft_group_ready(s->g))
-            continue;
-        int rv = mraft_group_transfer(s->g, l0);
-        if (rv == 0)
-            mg_log(MG_LOG_INFO, "event=leader_follow shard=%u to=%llu", s->id,
-                   (unsigned long long)l0);
-    }
-}
+/* ------------------------------------------------------------ timers */
 
 static void on_tick(uv_timer_t *t)
 {
     struct meta__shards *ss = t->data;
     if (ss->closing)
         return;
-    place_leaders(ss);
     maybe_write_manager_rows(ss);
 }
 
@@ -265,7 +239,9 @@ int meta__cluster_start(struct meta__shards *ss, char *errmsg)
 {
     struct meta__cluster *cl = ss->cl;
     const struct meta__node *me = meta__cluster_node(cl, cl->self);
-    int rv = meta__remote_listen(ss->rt, me->rpc);
+    int rv = meta__router_listen(ss);
+    if (rv == 0)
+        rv = meta__remote_listen(ss->rt, me->rpc);
     if (rv != 0) {
         snprintf(errmsg, 256, "internal RPC on %s: %s (cluster.nodes rpc)", me->rpc,
                  mg_err_name(rv));
@@ -273,7 +249,7 @@ int meta__cluster_start(struct meta__shards *ss, char *errmsg)
     }
     uv_timer_init(&ss->rt->loop, &cl->tick);
     cl->tick.data = ss;
-    uv_timer_start(&cl->tick, on_tick, PLACE_TICK_MS, PLACE_TICK_MS);
+    uv_timer_start(&cl->tick, on_tick, TICK_MS, TICK_MS);
     mg_log(MG_LOG_INFO, "event=cluster_start node=%llu nodes=%u voters=%u voter=%d rpc=%s",
            (unsigned long long)cl->self, cl->n, cl->nvoters, cl->voter, me->rpc);
     return 0;

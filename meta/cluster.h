@@ -48,7 +48,7 @@ struct meta__cluster {
     uint64_t next_request_id;         /* router-assigned ids: self << 48 | n, n
                                          from the wall clock (cluster.c) */
     struct meta__fence_q *fences;     /* META_SHARDS_MAX, router.c */
-    uv_timer_t tick;                  /* colocation and manager rows */
+    uv_timer_t tick;                  /* manager rows */
     struct meta_client *client;       /* the manager-row op's, on the meta loop */
     struct meta__op_priv *retry_head; /* ops waiting for their next attempt */
     uv_timer_t retry_timer;           /* fires at the earliest of them */
@@ -90,6 +90,15 @@ int meta__router_completed(struct meta_op *op, int status);
 void meta__router_init(struct meta__shards *ss);
 void meta__router_stop(struct meta__shards *ss);
 void meta__router_destroy(struct meta__cluster *cl);
+/* Propose the encoded entry (buf, len) of shard s through its leader (a cross-shard op's
+ * other entry). Returns 0: cb(data, status) runs once with 0 (committed), MG_ENOTLEADER (not
+ * proposed), MG_ETIMEOUT / MG_EIO (outcome unknown) or a refusal. Errors (cb never runs):
+ * MG_ENOTLEADER (no leader known), MG_EBUSY (the peer's calls are all outstanding). */
+int meta__router_propose_remote(struct meta__shards *ss, struct meta__shard *s, const void *buf,
+                                size_t len, void (*cb)(void *data, int status), void *data);
+/* Register the META_RPC_ENTRY method (before or after meta__remote_listen). */
+int meta__router_listen(struct meta__shards *ss);
+#define META_RPC_ENTRY 5 /* meta/remote.h method numbers: 1..4 are taken */
 /* The shard an op executes on. */
 struct meta__shard *meta__router_home(struct meta__shards *ss, const struct meta_op *op);
 /* META_OP__FENCE: completes op once local reads reflect every acknowledged write. */

@@ -83,11 +83,11 @@ static int is_remote_origin(struct meta__rt *rt, const struct meta_op *op)
 struct meta__shard *meta__router_home(struct meta__shards *ss, const struct meta_op *op)
 {
     switch (op->type) {
-    case META_OP_BUCKET_CREATE:
-    case META_OP_BUCKET_DELETE:
+    case META_OP_BUCKET_CREATE: /* reads shard 0 (name, id sequence); its attribute row goes
+                                   to the data shard's leader (meta__router_propose_remote) */
     case META_OP_BUCKET_UPDATE:
         return &ss->shards[0];
-    default:
+    default: /* BUCKET_DELETE reads its data shard (empty?) and sends shard 0 the name */
         break;
     }
     uint64_t id = op->in.bucket_id;
@@ -276,6 +276,93 @@ int meta__router_completed(struct meta_op *op, int status)
         p->route_unknown = 1; /* appended, then leadership lost: it may still apply */
     route_later(p->route_rt, op);
     return 1;
+}
+
+/* ------------------------------------------------------------- remote entries */
+
+/* A cross-shard op (bucket create and delete) executes on its home shard's leader and sends
+ * the entry of its other shard to that shard's leader (META_RPC_ENTRY), which proposes it as
+ * it is and answers once it committed: 0; MG_ENOTLEADER (not proposed: it is not the ready
+ * leader); MG_ETIMEOUT (appended, outcome unknown); or a refusal (MG_ESLOWDOWN, MG_ENOSPC). */
+struct entry_call {
+    void (*cb)(void *data, int status);
+    void *data;
+};
+
+static void on_entry_reply(void *data, int status, const void *payload, size_t len)
+{
+    (void)payload, (void)len;
+    struct entry_call *c = data;
+    c->cb(c->data, status);
+    mg_free(c);
+}
+
+int meta__router_propose_remote(struct meta__shards *ss, struct meta__shard *s, const void *buf,
+                                size_t len, void (*cb)(void *data, int status), void *data)
+{
+    uint64_t leader = s->g != NULL ? mraft_group_leader(s->g, NULL) : 0;
+    if (leader == 0 || leader == ss->cl->self)
+        return MG_ENOTLEADER; /* nobody to send it to yet: the router retries the op */
+    struct entry_call *c = mg_malloc(sizeof(*c));
+    c->cb = cb;
+    c->data = data;
+    int rv = meta__remote_call(ss->rt, leader, META_RPC_ENTRY, buf, len, META_REMOTE_TIMEOUT_MS,
+                               on_entry_reply, c);
+    if (rv != 0) {
+        mg_free(c);
+        return rv == MG_ESLOWDOWN ? MG_EBUSY : MG_ENOTLEADER; /* not sent */
+    }
+    return 0;
+}
+
+struct entry_req {
+    struct mraft_propose req;
+    struct mrpc_call *call;
+};
+
+static void on_entry_committed(struct mraft_propose *req, int status, uint64_t index, uint64_t hint,
+                               void *result)
+{
+    (void)index, (void)hint, (void)result;
+    struct entry_req *e = req->data;
+    mrpc_reply(e->call, status == 0 ? 0 : MG_ETIMEOUT, NULL, 0);
+    mg_free(e);
+}
+
+/* META_RPC_ENTRY served here: payload is one encoded entry (meta/wset.h), checked whole by
+ * meta__ws_decode before it is proposed. */
+static void on_entry_request(struct meta__rt *rt, void *data, struct mrpc_call *call,
+                             const void *payload, size_t len)
+{
+    (void)data;
+    struct meta__shards *ss = rt->shards;
+    struct meta_ws_header h;
+    if (ss == NULL || ss->closing) {
+        mrpc_reply(call, MG_ESHUTDOWN, NULL, 0);
+        return;
+    }
+    if (meta__ws_decode(payload, len, &h) != 0 || h.shard_id >= ss->n) {
+        mrpc_reply(call, MG_EBADREQUEST, NULL, 0);
+        return;
+    }
+    struct meta__shard *s = &ss->shards[h.shard_id];
+    if (!shard_ready(s)) {
+        mrpc_reply(call, MG_ENOTLEADER, NULL, 0);
+        return;
+    }
+    struct entry_req *e = mg_calloc(1, sizeof(*e));
+    e->call = call;
+    e->req.data = e;
+    int rv = mraft_group_propose(s->g, &e->req, payload, len, on_entry_committed, NULL);
+    if (rv != 0) {
+        mg_free(e);
+        mrpc_reply(call, rv == MG_EBUSY ? MG_ESLOWDOWN : rv, NULL, 0);
+    }
+}
+
+int meta__router_listen(struct meta__shards *ss)
+{
+    return meta__remote_handle(ss->rt, META_RPC_ENTRY, on_entry_request, ss);
 }
 
 /* ------------------------------------------------------------------ fences */

@@ -50,6 +50,7 @@
 /* Entries a cluster keeps behind each snapshot (on_install): a node down for a while catches
  * up from the log. At 1 KiB entries 8 MiB a group; about 30 s of writes at this box's rate. */
 #define CLUSTER_SNAPSHOT_TRAILING 8192
+#define CLUSTER_BALANCE_MS 2000 /* leader balancing round (mraft_host_balance) */
 
 static int64_t now_ms(void)
 {
@@ -567,6 +568,7 @@ static int open_host(struct meta__shards *ss, char *errmsg)
         .data_dir = dir,
         .snapshot_threshold = 4096,
         .snapshot_trailing = ss->cl != NULL ? CLUSTER_SNAPSHOT_TRAILING : 0,
+        .balance_interval_ms = ss->cl != NULL ? CLUSTER_BALANCE_MS : 0,
         .max_pending = 4096,
     };
     int rv = mraft_host_create(&ss->rt->loop, &hc, &ss->host);
@@ -821,6 +823,7 @@ struct pending {
     struct mg_buf entry;
     struct meta_op *op;       /* completed when the last entry of the chain commits */
     struct pending *next;     /* the op's next entry (proposed after this one commits) */
+    int remote;               /* cluster: proposed through its shard's leader (router.c) */
 };
 
 static void pending_free(struct pending *p)
@@ -885,15 +888,31 @@ static int map_raft_err(struct meta__shards *ss, int rv)
     }
 }
 
+static void proposal_done(struct pending *p, int status);
+
 static void on_proposed(struct mraft_propose *req, int status, uint64_t index, uint64_t hint,
                         void *result)
 {
     (void)index, (void)hint, (void)result;
-    struct pending *p = req->data;
+    proposal_done(req->data, status);
+}
+
+/* An entry proposed through another node (its rows never entered our overlay). */
+static void on_remote_proposed(void *data, int status)
+{
+    proposal_done(data, status);
+}
+
+static void proposal_done(struct pending *p, int status)
+{
     struct meta__shards *ss = p->ss;
     assert(ss->inflight > 0);
     ss->inflight--;
-    if (status == 0) {
+    if (p->remote) {
+        if (status != 0)
+            mg_log(MG_LOG_WARN, "event=remote_entry_failed shard=%u err=%s", p->s->id,
+                   mg_err_name(status));
+    } else if (status == 0) {
         size_t pos = 0;
         struct meta_ws_record r;
         while (meta__ws_next(p->entry.base, p->entry.len, &pos, &r) == 1)
@@ -934,6 +953,19 @@ static int submit(struct pending *p)
         return MG_ESHUTDOWN;
     if (p->s->reopening || p->s->g == NULL)
         return MG_ENOSPC; /* fenced, being reopened: the client retries (507) */
+    if (ss->cl != NULL && !mraft_group_ready(p->s->g) && p->op != NULL &&
+        meta__router_home(ss, p->op) != p->s) {
+        /* A cluster's cross-shard op (bucket create/delete) runs on its home shard's leader;
+         * the entry of its other shard goes to that shard's leader (router.c). */
+        int rv = meta__router_propose_remote(ss, p->s, p->entry.base, p->entry.len,
+                                             on_remote_proposed, p);
+        if (rv != 0)
+            return rv;
+        p->remote = 1;
+        ss->inflight++;
+        p->s->proposals++;
+        return 0;
+    }
     p->req.data = p;
     /* Deletes free space: they may use the raft host's reserve, so a full disk can still
      * be emptied (S3 clients answer 507 by deleting). */
@@ -956,7 +988,7 @@ static int submit(struct pending *p)
 }
 
 static struct pending *make_pending(struct meta__shards *ss, struct meta_op *op, unsigned shard,
-                                    const struct meta_ws *ws)
+                                    const struct meta_ws *ws, int last)
 {
     struct pending *p = mg_calloc(1, sizeof(*p));
     p->ss = ss;
@@ -965,7 +997,10 @@ static struct pending *make_pending(struct meta__shards *ss, struct meta_op *op,
     p->op = op;
     mg_buf_init(&p->entry);
     struct meta_ws_header h = {
-        .request_id = op->in.request_id,
+        /* In a cluster only an op's last entry carries its request id: a replica that
+         * applied an earlier entry must not answer a retry "done" (router.c). Their rows
+         * are absolute puts and deletes, so a retry that writes them again is harmless. */
+        .request_id = last || ss->cl == NULL ? op->in.request_id : 0,
         .shard_id = shard,
         .range_epoch = p->s->epoch,
         .timestamp_ms = meta__now_ms(),
@@ -1005,7 +1040,7 @@ static struct pending *split(struct meta__shards *ss, struct meta_op *op, struct
         return NULL;
     int one = single_shard(ss, ws);
     if (one >= 0)
-        return make_pending(ss, op, (unsigned)one, ws);
+        return make_pending(ss, op, (unsigned)one, ws, 1);
     struct meta_ws *per[META_SHARDS_MAX] = {0};
     size_t pos = 0;
     struct meta_ws_record r;
@@ -1026,11 +1061,17 @@ static struct pending *split(struct meta__shards *ss, struct meta_op *op, struct
         if (r.type == META_WS_RETIRE)
             meta__ws_add(per[rs->id], &r);
     struct pending *head = NULL, **tail = &head;
+    unsigned last = 0; /* the chain's last shard: 0 if touched, else the highest data shard */
+    for (unsigned k = 0; k < ss->n; k++) {
+        unsigned i = k + 1 < ss->n ? k + 1 : 0;
+        if (per[i] != NULL)
+            last = i;
+    }
     for (unsigned k = 0; k < ss->n; k++) {
         unsigned i = k + 1 < ss->n ? k + 1 : 0; /* data shards, then shard 0 */
         if (per[i] == NULL)
             continue;
-        *tail = make_pending(ss, op, i, per[i]);
+        *tail = make_pending(ss, op, i, per[i], i == last);
         meta__ws_destroy(per[i]);
         tail = &(*tail)->next;
     }
