@@ -26,7 +26,8 @@
  * 0x03 · bucket-id · 'D' · due-ms(8) · key, needs another length (10 bytes
  * plus the top 5 bytes of due-ms: one range per 2^24 ms, ~4.7 hours, of due
  * times): with 22, every due time would be its own range and none would ever
- * trigger; that is what range_len is for (meta sets it).
+ * trigger; that is what range_len is for (meta sets it: meta__lc_tracker_range_len in
+ * meta/expire.c, for due rows and time index rows 0x03 · bucket-id · 'T' · mtime-ms · key).
  *
  * Bounds (STYLE.md 7a): at most ranges_max ranges (default 1024) in an open-
  * addressing table of twice that many ~240-byte records (~0.5 MiB); when it

@@ -203,6 +203,28 @@ static void due_row(struct meta_ws *b, uint64_t bucket_id, int64_t due_ms, struc
     mg_buf_close(&v);
 }
 
+/* ------------------------------------------------------- tracker ranges
+ *
+ * The delete tracker's classifier for meta's keys (engine/tracker.c, "Ranges"). Due rows
+ * (0x03·id·'D'·due-ms·key) and time index rows (0x03·id·'T'·mtime-ms·key) of objects that
+ * expire together share the top 5 bytes of their time: one range per 2^24 ms (~4.7 hours), so
+ * expiry's deletes there (a few range tombstones a batch, or a point delete a row) add up to a
+ * trigger and get compacted like the entries'. With the default length every millisecond was its
+ * own range: none triggered, the table filled, and those tombstones were left to RocksDB. Every
+ * other key keeps the default (an entry's 18-byte prefix and the first 4 bytes of its name). */
+#define LC_TRK_TIME_LEN (META_TABLE_KEY_LEN + 5)
+#define LC_TRK_DEFAULT_LEN (META_OBJ_PREFIX_LEN + 4)
+
+size_t meta__lc_tracker_range_len(enum eng_cf cf, const void *key, size_t len, void *arg)
+{
+    const uint8_t *k = key;
+    (void)arg;
+    if (cf == ENG_CF_META && len > LC_TRK_TIME_LEN && k[0] == META_K_DATA &&
+        (k[META_TABLE_KEY_LEN - 1] == META_TBL_DUE || k[META_TABLE_KEY_LEN - 1] == META_TBL_TIME))
+        return LC_TRK_TIME_LEN;
+    return LC_TRK_DEFAULT_LEN;
+}
+
 /* ------------------------------------------------------------------ stats
  *
  * Counters per open store. struct meta_store has no slot for them (internal.h is not this

@@ -41,6 +41,10 @@ int meta__do_expire_batch(struct meta_store *ms, struct mg_str bucket,
 int meta__do_lc_reindex(struct meta_store *ms, struct mg_str bucket, size_t n,
                         struct meta_expire_result *out);
 
+/* The delete tracker's range length for a key (eng_tracker_range_cb; meta/store.c sets it):
+ * due and time index rows by the top 5 bytes of their time, other keys 22 bytes. */
+size_t meta__lc_tracker_range_len(enum eng_cf cf, const void *key, size_t len, void *arg);
+
 /* Test hook: 1 skips expire-batch's range guard (tests/unit/meta/test_expire.c shows what it
  * prevents). */
 extern int meta__lc_test_no_guard;

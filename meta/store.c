@@ -18,6 +18,7 @@
 #define MG_MODULE "meta"
 #include "common/fs.h"
 #include "meta/data.h"
+#include "meta/expire.h"
 #include "meta/op.h"
 #include "meta/orphan.h"
 
@@ -266,6 +267,7 @@ int meta_store_open(const struct meta_opts *opts, struct meta_store **out, char 
     /* The Raft log is the WAL (DESIGN.md 6): RocksDB's own is off, and the flusher reports
      * what RocksDB holds on disk as each group's durable index (meta/shard.c). */
     struct eng_db_opts dbo = {.wal = 0, .block_cache_bytes = 0, .compaction = opts->compaction};
+    dbo.tracker.range_len = meta__lc_tracker_range_len; /* due/time index rows (expire.c) */
     /* The flusher-hold test switch means no RocksDB flush at all while running; the delete
      * tracker's CompactRange would flush the memtable it overlaps, so it is off too. */
     if (opts->flusher_hold)

@@ -617,6 +617,42 @@ static void test_overwrite_same_due(void **state)
     assert_false(exists(f, BKT, "logs/x"));
 }
 
+/* The delete tracker's ranges for meta's keys: due rows and time index rows an hour apart share
+ * one range (so expiry's deletes there add up to a trigger), different buckets and tables do not;
+ * entries keep the 22-byte default. */
+static void test_tracker_ranges(void **state)
+{
+    (void)state;
+    struct mg_buf a, b;
+    mg_buf_init(&a);
+    mg_buf_init(&b);
+    int64_t t0 = 1764633600000; /* 2025-12-02T00:00:00Z */
+    char tables[2] = {META_TBL_DUE, META_TBL_TIME};
+    for (int i = 0; i < 2; i++) {
+        a.len = b.len = 0;
+        if (tables[i] == META_TBL_DUE) {
+            meta__key_due(&a, 7, t0 + 1000, S("logs/a"));
+            meta__key_due(&b, 7, t0 + 3600 * 1000, S("zzz/b"));
+        } else {
+            meta__key_time_index(&a, 7, t0 + 1000, S("logs/a"));
+            meta__key_time_index(&b, 7, t0 + 3600 * 1000, S("zzz/b"));
+        }
+        size_t la = meta__lc_tracker_range_len(ENG_CF_META, a.base, a.len, NULL);
+        size_t lb = meta__lc_tracker_range_len(ENG_CF_META, b.base, b.len, NULL);
+        assert_int_equal(la, 15);
+        assert_int_equal(lb, la);
+        assert_memory_equal(a.base, b.base, la); /* one range */
+        b.len = 0;
+        meta__key_due(&b, 8, t0 + 1000, S("logs/a")); /* another bucket */
+        assert_memory_not_equal(a.base, b.base, la);
+    }
+    a.len = 0;
+    meta__key_object(&a, 7, S("logs/2026-12-01T00:00:00"));
+    assert_int_equal(meta__lc_tracker_range_len(ENG_CF_META, a.base, a.len, NULL), 22);
+    mg_buf_close(&a);
+    mg_buf_close(&b);
+}
+
 /* Multipart complete writes the due row; the old records (no TLVs) still decode. */
 static void test_mpu_complete_due(void **state)
 {
@@ -819,6 +855,7 @@ int test_expire_run(void)
         cmocka_unit_test_setup_teardown(test_reindex_decodes, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reindex_stale_rows, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_same_due, fx_setup, fx_teardown),
+        cmocka_unit_test(test_tracker_ranges),
         cmocka_unit_test_setup_teardown(test_scan_mtimes, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_mpu_complete_due, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_put_cost, fx_setup, fx_teardown),
