@@ -14,6 +14,7 @@
 
 #define MG_MODULE "raft"
 #include "common/common.h"
+#include "common/config.h"
 #include "raft/internal.h"
 
 _Static_assert(sizeof(struct raft_apply) <= sizeof(((struct mraft_propose *)0)->raft_req),
@@ -834,6 +835,64 @@ static int propose(struct mraft_group *g, struct mraft_propose *req, const void 
 
 /* ---- reads ----------------------------------------------------------------- */
 
+/*
+ * Read lease. Every committed read barrier proves that a majority of the
+ * voters received an AppendEntries of this leader's term sent after the
+ * barrier was appended (at io time read_barrier_at). libraft 0.15 makes a
+ * follower that has heard from a leader refuse RequestVote (recv_request_vote.c,
+ * has_leader, Raft thesis 4.2.3) until its own election timer, reset by every
+ * AppendEntries and at least election_timeout long, expires; the only
+ * exception is a leadership transfer (disrupt_leader), which this leader
+ * starts itself. So no other node can win an election of a later term before
+ * read_barrier_at + election_timeout by the clocks of that majority, and this
+ * leader, still leader of the same term with no transfer running, may confirm
+ * reads on its own until then. The clock bound: the lease is half the election
+ * timeout (MRAFT__LEASE_DIVISOR), which covers io time lagging real time by a
+ * loop iteration (libuv's cached uv_now: a blocked loop makes "now" older, so
+ * the lease looks longer than it is), and a rate difference between the
+ * nodes' monotonic clocks of up to 50% (real clocks differ by ~1e-4).
+ * A lease read is confirmed at once and its callback runs at the next tick or
+ * host check (never inside mraft_group_read). A read that finds less than half
+ * the lease left also starts a renewing barrier. MG_RAFT_LEASE_MS (a test knob:
+ * 0 disables the lease, reads wait for a barrier as without it) overrides the
+ * length; it exists to show the deposed-leader test fails with a lease longer
+ * than the election timeout.
+ */
+#define MRAFT__LEASE_DIVISOR 2
+
+static raft_time lease_ms(const struct mraft_group *g)
+{
+    static int64_t knob = -2;
+    if (knob == -2)
+        knob = getenv("MG_RAFT_LEASE_MS") != NULL ? (int64_t)mg_env_u64("MG_RAFT_LEASE_MS", 0)
+                                                  : -1;
+    if (knob >= 0)
+        return (raft_time)knob;
+    return g->raft->election_timeout / MRAFT__LEASE_DIVISOR;
+}
+
+/* True when this leader may confirm a read now without a barrier. */
+static bool lease_valid(struct mraft_group *g, raft_time now)
+{
+    struct raft *r = g->raft;
+    return r->state == RAFT_LEADER && r->transfer == NULL && !g->transfer_busy &&
+           !g->install_pending && g->lease_term != 0 && g->lease_term == r->current_term &&
+           g->ready_term == r->current_term && now < g->lease_until;
+}
+
+/* Run the callbacks of the reads the lease confirmed. */
+static void lease_drain(struct mraft_group *g)
+{
+    struct mraft_read *list = g->l_head;
+    g->l_head = g->l_tail = NULL;
+    while (list != NULL) {
+        struct mraft_read *req = list;
+        list = req->next;
+        g->n_reads--;
+        req->cb(req, 0);
+    }
+}
+
 static void read_kick(struct mraft_group *g);
 
 static void on_read_barrier(struct raft_barrier *b, int status)
@@ -845,6 +904,10 @@ static void on_read_barrier(struct raft_barrier *b, int status)
     int rv = ok ? 0 : fail_status(g, RAFT_NOTLEADER);
     g->r_inflight = NULL;
     g->read_barrier_busy = false;
+    if (ok && !g->transfer_busy && r->transfer == NULL && lease_ms(g) > 0) {
+        g->lease_term = g->read_term;
+        g->lease_until = g->read_barrier_at + lease_ms(g);
+    }
     while (list != NULL) {
         struct mraft_read *req = list;
         list = req->next;
@@ -855,11 +918,13 @@ static void on_read_barrier(struct raft_barrier *b, int status)
         read_kick(g); /* reads queued meanwhile get their barrier now, not at the tick */
 }
 
-/* Start one barrier for every read queued so far (the batch). */
-static void read_kick(struct mraft_group *g)
+/* Start one barrier for every read queued so far (the batch); renew (also with no read
+ * queued) when renew is set. */
+static void read_kick_renew(struct mraft_group *g, bool renew)
 {
     struct raft *r = g->raft;
-    if (g->read_barrier_busy || g->r_head == NULL || g->closing || g->install_pending)
+    if (g->read_barrier_busy || (g->r_head == NULL && !renew) || g->closing ||
+        g->install_pending)
         return;
     if (r->state != RAFT_LEADER || r->transfer != NULL)
         return;
@@ -869,8 +934,14 @@ static void read_kick(struct mraft_group *g)
         return; /* retried by the next tick */
     g->read_barrier_busy = true;
     g->read_term = r->current_term;
+    g->read_barrier_at = r->io->time(r->io);
     g->r_inflight = g->r_head;
     g->r_head = g->r_tail = NULL;
+}
+
+static void read_kick(struct mraft_group *g)
+{
+    read_kick_renew(g, false);
 }
 
 int mraft_group_read(struct mraft_group *g, struct mraft_read *req, mraft_read_cb cb,
@@ -890,6 +961,20 @@ int mraft_group_read(struct mraft_group *g, struct mraft_read *req, mraft_read_c
         return MG_EBUSY;
     req->cb = cb;
     req->next = NULL;
+    raft_time now = g->raft->io->time(g->raft->io);
+    if (lease_valid(g, now)) {
+        if (g->l_tail != NULL)
+            g->l_tail->next = req;
+        else
+            g->l_head = req;
+        g->l_tail = req;
+        g->n_reads++;
+        if (g->host != NULL && !g->kicked)
+            mraft__host_kick(g->host, g); /* callbacks at this iteration's check */
+        if (g->lease_until - now < lease_ms(g) / 2)
+            read_kick_renew(g, true);
+        return 0;
+    }
     if (g->r_tail != NULL)
         g->r_tail->next = req;
     else
@@ -934,6 +1019,8 @@ void mraft__group_fail_queued(struct mraft_group *g, int status)
         req->cb(req, status);
     }
     g->r_tail = NULL;
+    /* Confirmed under the lease before this: their answer stands (see "Read lease"). */
+    lease_drain(g);
 }
 
 /* libraft 0.15 has no state-change callback: poll. Called every tick_ms by
@@ -944,6 +1031,7 @@ void mraft__group_tick(struct mraft_group *g)
     if (g->closing || r->state == RAFT_UNAVAILABLE)
         return;
     install_try(g);
+    lease_drain(g);
     if (r->state != RAFT_LEADER) {
         if (g->q_head != NULL || g->r_head != NULL)
             mraft__group_fail_queued(g, g->fence_err != 0 ? g->fence_err : MG_ENOTLEADER);
@@ -1120,6 +1208,10 @@ int mraft_group_transfer(struct mraft_group *g, uint64_t id)
         return MG_EBUSY;
     memset(&g->transfer, 0, sizeof(g->transfer));
     g->transfer.data = g;
+    /* The target's election disrupts the followers' leader (disrupt_leader): no lease past
+     * this point, whatever becomes of the transfer. */
+    g->lease_term = 0;
+    g->lease_until = 0;
     int rv = raft_transfer(g->raft, &g->transfer, id, on_transfer);
     if (rv != 0)
         return mraft__err(rv);

@@ -112,6 +112,11 @@ struct mraft_group {
     bool read_barrier_busy;             /* read_barrier submitted */
     raft_term read_term;                /* term read_barrier was appended in */
     struct raft_barrier read_barrier;   /* request storage */
+    raft_time read_barrier_at;          /* io time read_barrier was appended */
+    /* read lease (core.c "Read lease"): reads confirmed without a barrier of their own */
+    raft_term lease_term;               /* term of the lease, 0 if none */
+    raft_time lease_until;              /* io time the lease ends */
+    struct mraft_read *l_head, *l_tail; /* confirmed under the lease, callback not run yet */
     /* membership and transfer */
     struct raft_change change;          /* request storage */
     bool change_busy;                   /* a change is running */

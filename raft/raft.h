@@ -39,15 +39,20 @@
  * Leadership and reads. libraft 0.15 appends no no-op when a leader is elected
  * and has neither read-index nor leases. A new leader is "ready" only after a
  * RAFT_BARRIER entry of its own term commits; proposals submitted before that
- * wait in the group's bounded queue. Reads use a barrier-batched read index,
- * not a lease: mraft_group_read() queues the read, the host commits one
+ * wait in the group's bounded queue. Reads use a barrier-batched read index
+ * plus a lease: mraft_group_read() queues the read, the host commits one
  * barrier for every read queued before it was appended, and the read callback
  * fires with status 0 only when that barrier has been applied while this node
  * is still leader of the same term. A barrier commits only with a majority of
  * the current term, so a deposed or partitioned leader never confirms a read
- * (it fails with MG_ENOTLEADER once libraft steps it down) and never acks a
- * write (acks fire only when the entry is applied after commit). No clock
- * assumption is involved.
+ * that way (it fails with MG_ENOTLEADER once libraft steps it down) and never
+ * acks a write (acks fire only when the entry is applied after commit). A
+ * committed read barrier also starts a lease of half the election timeout,
+ * counted from when the barrier was appended: until it ends (and unless a
+ * leadership transfer started) reads are confirmed without a barrier of their
+ * own, at the next host check. Its clock bound, and why no other node can lead
+ * before it ends (libraft followers refuse votes while they have a leader), is
+ * written at "Read lease" in core.c.
  *
  * Errors: functions return 0 or an enum mg_err code; RAFT_* codes never leave
  * this module. A function that takes a callback and returns nonzero never runs

@@ -471,6 +471,68 @@ static void test_partitioned_leader(void **state)
     cluster_teardown();
 }
 
+/* Read lease (raft/core.c "Read lease"): after a read barrier commits, reads are confirmed
+ * without a barrier of their own (never inside mraft_group_read), also by a leader just cut
+ * off; no other node becomes leader before the lease has run out by the fixture's clock, and
+ * then the old leader confirms nothing. A transfer ends the lease at once. */
+static void test_read_lease(void **state)
+{
+    cluster_setup(3, 1024, 128, true);
+    elect_ready(0);
+    struct raft *r0 = raft_fixture_get(&C->f, 0);
+    struct rd r;
+    assert_int_equal(read_gate(&C->g[0], &r), 0);
+    assert_true(raft_fixture_step_until(&C->f, until_read_done, &r, 2000));
+    assert_int_equal(r.status, 0);
+    assert_int_not_equal(C->g[0].lease_term, 0);
+
+    /* Under the lease: confirmed after the call returns, with no entry appended. */
+    raft_index last = raft_last_index(r0);
+    assert_int_equal(read_gate(&C->g[0], &r), 0);
+    assert_false(r.done);
+    assert_true(raft_fixture_step_until(&C->f, until_read_done, &r, 2000));
+    assert_int_equal(r.status, 0);
+    assert_int_equal(raft_last_index(r0), last);
+
+    /* Cut off: still confirmed while the lease lasts, and nobody else leads meanwhile. */
+    for (unsigned i = 1; i < 3; i++) {
+        raft_fixture_saturate(&C->f, 0, i);
+        raft_fixture_saturate(&C->f, i, 0);
+    }
+    raft_time lease_end = C->g[0].lease_until;
+    assert_true(r0->io->time(r0->io) < lease_end);
+    assert_int_equal(read_gate(&C->g[0], &r), 0);
+    assert_true(raft_fixture_step_until(&C->f, until_read_done, &r, 2000));
+    assert_int_equal(r.status, 0);
+    assert_true(raft_fixture_step_until(&C->f, until_other_leader, NULL, 20000));
+    assert_true(raft_fixture_time(&C->f) >= lease_end);
+    /* Past it, the old leader (libraft may not have deposed it yet) confirms nothing. */
+    struct rd late;
+    int rv = read_gate(&C->g[0], &late);
+    if (rv == 0) {
+        assert_true(raft_fixture_step_until(&C->f, until_read_done, &late, 20000));
+        assert_int_equal(late.status, MG_ENOTLEADER);
+    } else {
+        assert_int_equal(rv, MG_ENOTLEADER);
+    }
+    for (unsigned i = 1; i < 3; i++) {
+        raft_fixture_desaturate(&C->f, 0, i);
+        raft_fixture_desaturate(&C->f, i, 0);
+    }
+
+    /* A transfer ends the new leader's lease before the target can disrupt its followers. */
+    int l = other_leader();
+    assert_true(l > 0);
+    assert_int_equal(read_gate(&C->g[l], &r), 0);
+    assert_true(raft_fixture_step_until(&C->f, until_read_done, &r, 5000));
+    assert_int_equal(r.status, 0);
+    assert_int_not_equal(C->g[l].lease_term, 0);
+    unsigned target = l == 1 ? 3 : 2; /* a raft id: fixture server i has id i + 1 */
+    assert_int_equal(mraft_group_transfer(&C->g[l], target), 0);
+    assert_int_equal(C->g[l].lease_term, 0);
+    cluster_teardown();
+}
+
 /* The leader loses leadership after replicating but before committing: the
  * proposer sees MG_ENOTLEADER (outcome unknown), retries on the new leader with
  * the same request id, and the owner's dedup returns the first result. */
@@ -1686,6 +1748,7 @@ int main(void)
         cmocka_unit_test(test_error_mapping),
         cmocka_unit_test(test_election_barrier),
         cmocka_unit_test(test_partitioned_leader),
+        cmocka_unit_test(test_read_lease),
         cmocka_unit_test(test_retried_proposal),
         cmocka_unit_test(test_snapshot_install),
         cmocka_unit_test(test_snapshot_install_fetch),
