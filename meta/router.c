@@ -29,7 +29,8 @@
  * an unknown outcome nothing is freed (the entry may still apply; an orphan
  * is the worst case).
  *
- * Read fences (a read index, DESIGN.md 6, no lease and no clock). A request in
+ * Read fences (a read index, DESIGN.md 6; the leader side may answer under raft/'s
+ * read lease, whose clock bound is at "Read lease" in raft/core.c). A request in
  * cluster mode first waits for a fence on shard 0 and on its bucket's shard.
  * On the ready leader of the shard, mraft_group_read (barrier-batched: one
  * barrier entry confirms every read queued before it). Elsewhere, one
