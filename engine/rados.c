@@ -1049,7 +1049,8 @@ static int list_stripes(struct eng_rados *r, struct stripe_id **out, size_t *n_o
         mg_log(MG_LOG_ERROR, "op=rados_list err=%s", strerror(-rv));
         return rados_err(rv);
     }
-    qsort(v, n, sizeof(*v), stripe_id_cmp);
+    if (n > 1) /* qsort of NULL, 0 is undefined behaviour (UBSan) */
+        qsort(v, n, sizeof(*v), stripe_id_cmp);
     *out = v;
     *n_out = n;
     return 0;
