@@ -46,6 +46,8 @@
 #include <assert.h>
 #include <string.h>
 
+#include <raft.h>
+
 #define MG_MODULE "meta"
 #include "meta/cluster.h"
 #include "meta/remote.h"
@@ -445,17 +447,19 @@ static void fence_retry_later(struct meta__fence_q *q)
 
 /* Has this node applied every command through index? The leader answers its applied index,
  * which after its own start-up replay may be a barrier's (replay counts every entry), and
- * barriers never reach our apply hook: so also when libraft's commit index passed it (a
- * follower applies committed entries synchronously, unless an install defers them). */
+ * barriers never reach our apply hook: so also when libraft's last applied index (every
+ * entry type, raft_last_applied) passed it and no install defers entries. Not libraft's
+ * commit index: a follower learns it before the entries are stored and applied (a node
+ * restarted after kill -9 served a stale LIST that way under ASan). */
 static int applied_through(struct meta__shard *s, uint64_t index)
 {
     if (s->applied >= index)
         return 1;
-    if (s->g == NULL || s->reopening)
+    if (s->g == NULL || s->reopening || mraft_group_raft(s->g) == NULL)
         return 0;
     struct mraft_group_stats st;
     mraft_group_stats_get(s->g, &st);
-    return !st.installing && st.commit_index >= index;
+    return !st.installing && raft_last_applied(mraft_group_raft(s->g)) >= index;
 }
 
 #define FENCE_POLL_MS 20 /* waiting fences whose index is a barrier's are polled */
