@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define MG_MODULE "meta"
 #include "meta/opcodec.h"
@@ -79,7 +80,14 @@ static struct meta__remote *remote_of(struct meta__rt *rt, int create)
         r->timeout_ms = META_REMOTE_TIMEOUT_MS;
         r->methods[META_RPC_OP].fn = on_op_request;
         r->methods[META_RPC_READ_INDEX].fn = on_read_request;
-        r->next_request_id = uv_hrtime() & 0xffffffffu;
+        /* As the router's (meta/cluster.c): ids never repeat across restarts, so the counter
+         * starts at the wall clock in microseconds (uv_hrtime restarts near 0 at boot and its
+         * low 32 bits wrap every 4.3 s, so a restarted node could reuse an id the replicas'
+         * dedup tables answer "done" without applying). */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r->next_request_id =
+            ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) & 0xffffffffffffull;
         r->id_prefix = 0x8000 | ((uv_hrtime() ^ (uintptr_t)r) & 0x7fff);
         r->next = g_remotes;
         g_remotes = r;
