@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 import urllib.request
@@ -81,18 +82,61 @@ class Cluster:
             return 0
 
     def alive(self, k):
+        """Whether any thread of node k's process still runs. The thread group leader turns
+        zombie (Z) as soon as it has exited, while the other threads may still be tearing
+        down (one in an fsync under load), holding the listening sockets: a restart then
+        fails with 'Address already in use'. So every task must be a zombie or gone."""
         pid = self.pid(k)
         if pid <= 0:
             return False
+        for p in getattr(self, "_procs", []):  # our own children: reap them once dead
+            if p.pid == pid and p.poll() is not None:
+                return False
         try:
-            os.kill(pid, 0)
+            tasks = os.listdir("/proc/%d/task" % pid)
         except OSError:
             return False
-        try:  # a zombie is dead for us
-            with open("/proc/%d/stat" % pid) as f:
-                return f.read().split(")")[-1].split()[0] != "Z"
-        except OSError:
-            return False
+        for t in tasks:
+            try:
+                with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                    if f.read().split(")")[-1].split()[0] not in ("Z", "X"):
+                        return True
+            except OSError:
+                continue
+        return False
+
+    def ports(self, k):
+        """(host, port) of node k's S3, raft and rpc listeners, from its config."""
+        cfg = json.load(open(os.path.join(self.node_dir(k), "config.json")))
+        out = []
+        for nd in cfg.get("cluster", {}).get("nodes", []):
+            if nd.get("id") == k:
+                for key in ("s3", "raft", "rpc"):
+                    if nd.get(key):
+                        host, port = nd[key].rsplit(":", 1)
+                        out.append((host, int(port)))
+        return out
+
+    def wait_ports_free(self, k, timeout=20):
+        """Until nothing listens on node k's ports (a bind with SO_REUSEADDR succeeds, as
+        metagate's own check does); False if one is still taken after timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            busy = []
+            for host, port in self.ports(k):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    busy.append(port)
+                finally:
+                    s.close()
+            if not busy:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
     def kill(self, k, sig=signal.SIGKILL):
         pid = self.pid(k)
@@ -102,14 +146,19 @@ class Cluster:
             except OSError:
                 pass
         if sig == signal.SIGKILL:
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             while self.alive(k) and time.monotonic() < deadline:
                 time.sleep(0.02)
+            if self.alive(k):
+                raise ClusterError("node %d (pid %d) still runs 30 s after SIGKILL" % (k, pid))
 
     def restart(self, k):
         """Re-run node k's recorded command line (/proc/PID/cmdline at its start) in its
         own directory."""
         d = self.node_dir(k)
+        if not self.wait_ports_free(k):
+            raise ClusterError("node %d: its ports %s are still taken 20 s after it died" % (
+                k, self.ports(k)))
         argv = [a for a in open(os.path.join(d, "cmdline"), "rb").read().split(b"\0") if a]
         log = open(os.path.join(d, "log"), "ab")
         p = subprocess.Popen([a.decode() for a in argv], cwd=d, stdout=log, stderr=log,
