@@ -68,6 +68,8 @@ void mg_config_init(struct mg_config *cfg)
     cfg->scrub_delay_s = 300;
     cfg->scrub_period_s = 86400;
     cfg->engine_compaction = dup_str("locality");
+    cfg->cluster_split_keys = 10000000;
+    cfg->cluster_split_bytes = 4ull << 30;
 }
 
 static void users_free(struct mg_config *cfg)
@@ -565,6 +567,13 @@ static int parse_cluster(struct mg_config *cfg, yajl_val v, char *errmsg)
                     if (cfg->cluster_nodes[m].id == cfg->cluster_nodes[j].id)
                         return fail(errmsg, "config key \"cluster.nodes[%zu].id\": duplicate", j);
             }
+        } else if (strcmp(k, "split_keys") == 0 || strcmp(k, "split_bytes") == 0) {
+            long long n;
+            int keys = k[6] == 'k';
+            if ((rv = get_int(x, keys ? "cluster.split_keys" : "cluster.split_bytes", 0,
+                              1LL << 50, &n, errmsg)) != 0)
+                return rv;
+            *(keys ? &cfg->cluster_split_keys : &cfg->cluster_split_bytes) = (uint64_t)n;
         } else {
             char key[64];
             snprintf(key, sizeof(key), "cluster.%.40s", k);

@@ -11,7 +11,7 @@
  * secret_key}], tls{cert_file, key_file}, domain, threads, inline_max_bytes,
  * log_level, meta{raft_listen, initial_shards, flusher}, lifecycle{day_seconds,
  * max_per_second, delete}, engine{compaction}, data{backend, rados{conf, pool, user, namespace}},
- * cluster{node_id, nodes[{id, s3, raft, rpc}]} (issue 10: a cluster needs data.backend
+ * cluster{node_id, nodes[{id, s3, raft, rpc}], split_keys, split_bytes} (issue 10: a cluster needs data.backend
  * "rados"). Not thread-safe; loaded once by main before
  * threads start.
  */
@@ -83,6 +83,10 @@ struct mg_config {
     struct mg_config_node *cluster_nodes; /* cluster.nodes, every node of the cluster (this
                                    one included), in config order */
     size_t ncluster_nodes;
+    uint64_t cluster_split_keys;  /* cluster.split_keys: a data shard with more rows splits at
+                                     a bucket boundary (0: never; default 10,000,000) */
+    uint64_t cluster_split_bytes; /* cluster.split_bytes: ... or more bytes of rows (0: never;
+                                     default 4 GiB) */
 };
 
 /* Defaults: listen 127.0.0.1:9000, data_dir ./data, region us-east-1, threads 0,

@@ -1308,7 +1308,9 @@ int gw__server_create(const struct mg_config *cfg, gw_dispatch_fn dispatch,
     if (cfg->data_rados)
         mo.rados = &ro;
     struct meta_cluster_node nodes[64];
-    struct meta_cluster_opts co = {.node_id = cfg->cluster_node_id, .nodes = nodes};
+    struct meta_cluster_opts co = {.node_id = cfg->cluster_node_id, .nodes = nodes,
+                                   .split_keys = cfg->cluster_split_keys,
+                                   .split_bytes = cfg->cluster_split_bytes};
     for (size_t i = 0; i < cfg->ncluster_nodes && i < 64; i++) {
         const struct mg_config_node *n = &cfg->cluster_nodes[i];
         nodes[co.n++] = (struct meta_cluster_node){n->id, n->s3, n->raft, n->rpc};

@@ -28,8 +28,10 @@
 #include <time.h>
 
 #define MG_MODULE "meta"
+#include "common/config.h"
 #include "meta/cluster.h"
 #include "meta/remote.h"
+#include "meta/split.h"
 
 #define TICK_MS 200 /* the manager-row check */
 
@@ -90,6 +92,10 @@ int meta__cluster_create(const struct meta_cluster_opts *o, struct meta__cluster
     clock_gettime(CLOCK_REALTIME, &ts);
     cl->next_request_id =
         ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) & 0xffffffffffffull;
+    /* MG_SPLIT_KEYS / MG_SPLIT_BYTES: test switches over the config keys (deploy/cluster-up
+     * writes each node's cluster section itself; test_cluster_split sets them). */
+    cl->split_keys = mg_env_u64("MG_SPLIT_KEYS", o->split_keys);
+    cl->split_bytes = mg_env_u64("MG_SPLIT_BYTES", o->split_bytes);
     cl->nvoters = cl->n < META_REPLICAS_MAX ? cl->n : META_REPLICAS_MAX;
     for (unsigned i = 0; i < cl->nvoters; i++) {
         cl->voters[i].id = cl->nodes[i].id;
@@ -127,7 +133,8 @@ static void node_row(const struct meta__node *n, struct mg_buf *v)
     mg_buf_append(v, s, (size_t)len);
 }
 
-static void shard_row(const struct meta__cluster *cl, const struct meta__shard *s, struct mg_buf *v)
+void meta__cluster_shard_row(const struct meta__cluster *cl, const struct meta__shard *s,
+                             struct mg_buf *v)
 {
     char s_[256];
     int len = snprintf(s_, sizeof(s_), "shard=%u lo=%llu hi=%llu epoch=%u replicas=", s->id,
@@ -168,9 +175,11 @@ int meta__cluster_init_do(struct meta_store *ms, struct meta_op *op)
         rv = put_absent(ms, ws, &k, &v);
     }
     for (unsigned i = 0; i < ss->n && rv == 0; i++) {
+        if (!ss->shards[i].present)
+            continue;
         k.len = v.len = 0;
         meta__key_cluster_shard(&k, ss->shards[i].id);
-        shard_row(cl, &ss->shards[i], &v);
+        meta__cluster_shard_row(cl, &ss->shards[i], &v);
         rv = put_absent(ms, ws, &k, &v);
     }
     if (rv == 0)
@@ -227,12 +236,19 @@ static void maybe_write_manager_rows(struct meta__shards *ss)
 
 /* ------------------------------------------------------------ timers */
 
+static int cl_rows_done(const struct meta__shards *ss)
+{
+    return ss->cl->manager_rows_done; /* splits name their shards after the initial rows */
+}
+
 static void on_tick(uv_timer_t *t)
 {
     struct meta__shards *ss = t->data;
     if (ss->closing)
         return;
     maybe_write_manager_rows(ss);
+    if (cl_rows_done(ss))
+        meta__split_tick(ss);
 }
 
 int meta__cluster_start(struct meta__shards *ss, char *errmsg)
@@ -260,6 +276,7 @@ void meta__cluster_stop(struct meta__shards *ss)
     struct meta__cluster *cl = ss->cl;
     if (cl->tick.loop != NULL)
         uv_close((uv_handle_t *)&cl->tick, NULL);
+    meta__split_stop(ss);
     if (cl->fences != NULL)
         meta__router_stop(ss);
     if (cl->client != NULL) {
@@ -272,22 +289,23 @@ void meta__cluster_stop(struct meta__shards *ss)
 
 #define ADMIN_KEYS_MAX 1000000 /* rows counted per shard and scrape (then "at least") */
 
-/* Rows and their bytes in s's range, counted on the calling thread (RocksDB iterators are
- * thread-safe). Budget: at most ADMIN_KEYS_MAX rows per shard; *capped says it stopped. */
-static void range_figures(struct meta_store *ms, const struct meta__shard *s, uint64_t *keys,
-                          uint64_t *bytes, int *capped)
+/* Rows and their bytes in a shard's range (shard 0: id 0), counted on the calling thread
+ * (RocksDB iterators are thread-safe). Budget: at most ADMIN_KEYS_MAX rows per shard;
+ * *capped says it stopped. */
+static void range_figures(struct meta_store *ms, uint32_t id, uint64_t lo_id, uint64_t hi_id,
+                          uint64_t *keys, uint64_t *bytes, int *capped)
 {
     struct mg_buf lo, hi, x;
     mg_buf_init(&lo);
     mg_buf_init(&hi);
     mg_buf_init(&x);
-    if (s->id == 0) {
+    if (id == 0) {
         meta__key_shard0_range(&lo, &hi);
     } else {
-        meta__key_bucket_range(s->lo_id, &lo, &x);
+        meta__key_bucket_range(lo_id, &lo, &x);
         x.len = 0;
-        if (s->hi_id != 0)
-            meta__key_bucket_range(s->hi_id, &hi, &x);
+        if (hi_id != 0)
+            meta__key_bucket_range(hi_id, &hi, &x);
         else
             meta__key_data_range(&x, &hi);
     }
@@ -337,7 +355,7 @@ void meta_cluster_render(struct meta_store *ms, struct mg_buf *o)
     if (ms->rt == NULL || ms->rt->shards == NULL || ms->rt->shards->cl == NULL)
         return;
     struct meta__shards *ss = ms->rt->shards;
-    const struct meta__cluster *cl = ss->cl; /* the table and the layout never change */
+    const struct meta__cluster *cl = ss->cl; /* the node table never changes */
     struct meta_op_stats *st = mg_malloc(sizeof(*st));
     meta_op_stats_get(ms, st);
     char replicas[128];
@@ -362,20 +380,30 @@ void meta_cluster_render(struct meta_store *ms, struct mg_buf *o)
     mg_buf_appendf(o, "# HELP metagate_shard_info A shard: bucket-id range [lo, hi) (hi 0: "
                       "the end), range epoch, replicas, known leader (0: none).\n"
                       "# TYPE metagate_shard_info gauge\n");
-    for (unsigned i = 0; i < ss->n && i < st->nshards; i++) {
-        const struct meta__shard *s = &ss->shards[i];
+    /* The layout as applied here (a copy: splits change it on the meta thread), shard 0
+     * first; the live figures are the last stats sample's, found by shard id. */
+    struct meta__layout *l = mg_malloc(sizeof(*l));
+    meta__shards_layout_get(ss, l);
+    for (unsigned i = 0; i <= l->n; i++) {
+        struct meta__layout_shard s = i == 0 ? (struct meta__layout_shard){.id = 0, .epoch = 1}
+                                             : l->s[i - 1];
+        const struct meta_shard_stats *sh = NULL;
+        for (unsigned j = 0; j < st->nshards; j++)
+            if (st->shards[j].shard_id == s.id)
+                sh = &st->shards[j];
         uint64_t keys, bytes;
         int capped;
-        range_figures(ms, s, &keys, &bytes, &capped);
+        range_figures(ms, s.id, s.lo, s.hi, &keys, &bytes, &capped);
         mg_buf_appendf(o,
                        "metagate_shard_info{shard=\"%u\",lo=\"%llu\",hi=\"%llu\",epoch=\"%u\","
                        "replicas=\"%s\",leader=\"%llu\",keys=\"%s%llu\",bytes=\"%llu\","
                        "applied=\"%llu\"} 1\n",
-                       s->id, (unsigned long long)s->lo_id, (unsigned long long)s->hi_id, s->epoch,
-                       replicas, (unsigned long long)st->shards[i].leader_id, capped ? ">=" : "",
+                       s.id, (unsigned long long)s.lo, (unsigned long long)s.hi, s.epoch, replicas,
+                       (unsigned long long)(sh != NULL ? sh->leader_id : 0), capped ? ">=" : "",
                        (unsigned long long)keys, (unsigned long long)bytes,
-                       (unsigned long long)st->shards[i].applied_index);
+                       (unsigned long long)(sh != NULL ? sh->applied_index : 0));
     }
+    mg_free(l);
     mg_buf_appendf(o,
                    "# HELP metagate_cluster_forwarded_total Ops forwarded to a leader.\n"
                    "# TYPE metagate_cluster_forwarded_total counter\n"

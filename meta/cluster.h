@@ -54,6 +54,8 @@ struct meta__cluster {
     uv_timer_t retry_timer;           /* fires at the earliest of them */
     int64_t retry_timer_due_ms;
     uint64_t forwarded, forward_retries, fences_local, fences_remote, read_index_rpcs;
+    uint64_t split_keys, split_bytes; /* cluster.split_keys / split_bytes (0: never) */
+    struct meta__splitter *split;     /* split.c, the manager's driver (NULL: splits off) */
 };
 
 /* Copy opts (borrowed) into a new cluster. Returns 0 or MG_ECONFIG (errmsg: no such node,
@@ -70,6 +72,10 @@ const struct meta__node *meta__cluster_node(const struct meta__cluster *cl, uint
 /* The body of META_OP__CLUSTER_INIT (exec.c run_body): write the node and shard rows of
  * shard 0 unless present. */
 int meta__cluster_init_do(struct meta_store *ms, struct meta_op *op);
+
+/* The text of shard s's 'H' row: "shard=S lo=L hi=H epoch=E replicas=A,B,C". */
+void meta__cluster_shard_row(const struct meta__cluster *cl, const struct meta__shard *s,
+                             struct mg_buf *v);
 
 /* Keys of the manager's rows (key.c): 0x02 'N' · node-id u64 and 0x02 'H' · shard-id u32;
  * values are "key=value" text, printed as they are by admin. */

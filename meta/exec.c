@@ -22,6 +22,7 @@
 #include "meta/cluster.h"
 #include "meta/expire.h"
 #include "meta/orphan.h"
+#include "meta/split.h"
 
 struct exec_ctx {
     struct meta_ws *ws;
@@ -95,6 +96,8 @@ static int run_body(struct meta_store *ms, struct meta_op *op)
         return meta__orphan_do(ms, op);
     if (op->type == META_OP__CLUSTER_INIT)
         return meta__cluster_init_do(ms, op);
+    if (op->type == META_OP__SPLIT)
+        return meta__split_do(ms, op);
     switch (op->type) {
     case META_OP_BUCKET_CREATE:
         return meta__do_bucket_create(ms, op->in.bucket, op->in.owner, op->in.acl);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #define MG_MODULE "meta"
+#include "meta/split.h"
 #include "meta/internal.h"
 #include "meta/expire.h"
 #include "meta/orphan.h"
@@ -149,6 +150,17 @@ void meta__key_applied(struct mg_buf *k, uint32_t shard_id)
 void meta__key_sys_shards(struct mg_buf *k)
 {
     put_hdr(k, META_K_SYS, META_SYS_SHARDS);
+}
+
+/* Split layout and split command keys (meta/split.h). */
+void meta__key_sys_layout(struct mg_buf *k)
+{
+    put_hdr(k, META_K_SYS, META_SYS_LAYOUT);
+}
+
+void meta__key_sys_split(struct mg_buf *k)
+{
+    put_hdr(k, META_K_SYS, META_SYS_SPLIT);
 }
 
 void meta__key_bucket(struct mg_buf *k, struct mg_str name)

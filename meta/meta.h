@@ -69,6 +69,7 @@ struct meta_cluster_opts {
     uint64_t node_id;                      /* this node */
     const struct meta_cluster_node *nodes; /* n entries */
     unsigned n;
+    uint64_t split_keys, split_bytes;      /* a data shard past either splits (0: never) */
 };
 
 struct meta_opts {

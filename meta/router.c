@@ -326,9 +326,14 @@ struct entry_req {
 static void on_entry_committed(struct mraft_propose *req, int status, uint64_t index, uint64_t hint,
                                void *result)
 {
-    (void)index, (void)hint, (void)result;
+    (void)index, (void)hint;
     struct entry_req *e = req->data;
-    mrpc_reply(e->call, status == 0 ? 0 : MG_ETIMEOUT, NULL, 0);
+    /* Refused at apply for its range epoch (a split moved its range): nothing applied. */
+    if (status == 0 && result == &meta__entry_stale)
+        status = MG_ENOTLEADER;
+    else if (status != 0)
+        status = MG_ETIMEOUT;
+    mrpc_reply(e->call, status, NULL, 0);
     mg_free(e);
 }
 
@@ -373,6 +378,7 @@ int meta__router_listen(struct meta__shards *ss)
 struct fence_wait {
     struct meta_op *op;
     struct meta__shard *s;
+    uint32_t epoch;         /* s's range epoch when the fence began */
     uint64_t index;         /* released once this node applied through index */
     int64_t deadline_ms;    /* or failed (503) after this */
     struct mraft_read read; /* the local path */
@@ -394,9 +400,23 @@ struct meta__fence_q {
 
 static void fence_part_done(struct meta_op *op, int status);
 
+static void fence_queue(struct meta__shards *ss, struct fence_wait *w, struct meta__shard *s);
+static struct meta__shard *fence_data_shard(struct meta__shards *ss, const struct meta_op *op);
+
+/* A data shard whose range epoch moved while the fence waited was split: the bucket may
+ * live in the child now, whose writes the parent's read index does not cover, so the fence
+ * starts again on the bucket's shard as this node now knows it (split.c). */
 static void fence_release(struct fence_wait *w, int status)
 {
     struct meta_op *op = w->op;
+    struct meta__shards *ss = w->s->ss;
+    if (status == 0 && w->s->id != 0 && w->epoch != w->s->epoch && !ss->closing) {
+        struct meta__shard *s = fence_data_shard(ss, op);
+        if (s != NULL) {
+            fence_queue(ss, w, s);
+            return;
+        }
+    }
     fence_part_done(op, status);
 }
 
@@ -561,17 +581,25 @@ static void fence_kick(struct meta__fence_q *q)
     q->inflight = 1;
 }
 
-static void fence_shard(struct meta__shards *ss, struct meta_op *op, struct meta__shard *s)
+static void fence_queue(struct meta__shards *ss, struct fence_wait *w, struct meta__shard *s)
 {
     struct meta__fence_q *q = &ss->cl->fences[s->id];
-    struct fence_wait *w = mg_arena_alloc(&op->priv->arena, sizeof(*w));
+    struct meta_op *op = w->op;
     memset(w, 0, sizeof(*w));
     w->op = op;
     w->s = s;
-    op->priv->step++;
+    w->epoch = s->epoch;
     w->next = q->pending;
     q->pending = w;
     fence_kick(q);
+}
+
+static void fence_shard(struct meta__shards *ss, struct meta_op *op, struct meta__shard *s)
+{
+    struct fence_wait *w = mg_arena_alloc(&op->priv->arena, sizeof(*w));
+    w->op = op;
+    op->priv->step++;
+    fence_queue(ss, w, s);
 }
 
 static struct meta__shard *fence_data_shard(struct meta__shards *ss, const struct meta_op *op)

@@ -39,6 +39,7 @@
 #include "meta/orphan.h"
 #include "meta/remote.h"
 #include "meta/shard.h"
+#include "meta/split.h"
 
 #define FLUSH_TICK_MS 1000
 /* Point reads of rows still in the memtable are ~20% faster than of rows flushed to L0 (GET
@@ -77,7 +78,7 @@ struct meta__shard *meta__shard_of_key(struct meta__shards *ss, const void *k, s
 struct meta__shard *meta__shard_of_bucket(struct meta__shards *ss, uint64_t bucket_id)
 {
     for (unsigned i = 1; i < ss->n; i++)
-        if (bucket_id >= ss->shards[i].lo_id &&
+        if (ss->shards[i].present && bucket_id >= ss->shards[i].lo_id &&
             (bucket_id < ss->shards[i].hi_id || ss->shards[i].hi_id == 0))
             return &ss->shards[i];
     return &ss->shards[1];
@@ -85,26 +86,60 @@ struct meta__shard *meta__shard_of_bucket(struct meta__shards *ss, uint64_t buck
 
 uint64_t meta__shards_bucket_id(struct meta__shards *ss, uint64_t n)
 {
-    unsigned data = ss->n - 1;
-    struct meta__shard *s = &ss->shards[1 + n % data];
-    return s->lo_id + n / data + 1;
+    return meta__bucket_id_initial(ss->initial, n);
 }
 
-static void layout(struct meta__shards *ss, unsigned data_shards)
+/* The data shards of ss as a layout (shard ids ascending). */
+static void layout_of(const struct meta__shards *ss, struct meta__layout *l)
 {
-    ss->n = data_shards + 1;
+    memset(l, 0, sizeof(*l));
+    l->initial = ss->initial;
+    for (unsigned i = 1; i < ss->n; i++) {
+        const struct meta__shard *s = &ss->shards[i];
+        if (s->present)
+            l->s[l->n++] = (struct meta__layout_shard){
+                .id = s->id, .epoch = s->epoch, .lo = s->lo_id, .hi = s->hi_id};
+    }
+}
+
+/* Make l the layout of ss (on the meta thread): shard 0 stays; data shards take l's ranges
+ * and epochs; a shard new to ss starts with nothing applied and no group (open_timer opens
+ * it). Then the copy other threads read. */
+static void layout_install(struct meta__shards *ss, const struct meta__layout *l)
+{
+    ss->initial = l->initial;
     ss->shards[0].id = 0;
-    uint64_t span = UINT64_MAX / data_shards;
-    for (unsigned i = 1; i <= data_shards; i++) {
-        struct meta__shard *s = &ss->shards[i];
-        s->id = i;
-        s->lo_id = span * (i - 1);
-        s->hi_id = i == data_shards ? 0 : span * i; /* 0: to the end of the id space */
+    ss->shards[0].ss = ss;
+    ss->shards[0].present = 1;
+    ss->shards[0].epoch = 1;
+    unsigned n = 1;
+    for (unsigned i = 0; i < l->n; i++) {
+        struct meta__shard *s = &ss->shards[l->s[i].id];
+        s->id = l->s[i].id;
+        s->ss = ss;
+        s->lo_id = l->s[i].lo;
+        s->hi_id = l->s[i].hi;
+        s->epoch = l->s[i].epoch;
+        s->present = 1;
+        if (s->id + 1 > n)
+            n = s->id + 1;
     }
-    for (unsigned i = 0; i < ss->n; i++) {
-        ss->shards[i].ss = ss;
-        ss->shards[i].epoch = 1;
-    }
+    for (unsigned i = 1; i < n; i++)
+        if (!ss->shards[i].present) {
+            ss->shards[i].id = i; /* a hole: looked up by id, never routed to */
+            ss->shards[i].ss = ss;
+        }
+    ss->n = n;
+    pthread_mutex_lock(&ss->stats_lock);
+    *ss->pub = *l;
+    pthread_mutex_unlock(&ss->stats_lock);
+}
+
+void meta__shards_layout_get(struct meta__shards *ss, struct meta__layout *out)
+{
+    pthread_mutex_lock(&ss->stats_lock);
+    *out = *ss->pub;
+    pthread_mutex_unlock(&ss->stats_lock);
 }
 
 /* ------------------------------------------------------------ request ids */
@@ -289,6 +324,77 @@ static void side_effects(struct meta__shards *ss, const void *buf, size_t len)
     }
 }
 
+const char meta__entry_stale = 1;
+
+static void on_open_tick(uv_timer_t *t);
+
+/* The applied index of s (and, for a split, the new layout) in one RocksDB write. */
+static int commit_applied(struct meta__shard *s, uint64_t index, const struct meta__layout *l)
+{
+    struct eng_batch *b = eng_batch_create();
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    if (l != NULL) {
+        meta__key_sys_layout(&k);
+        meta__layout_encode(l, &v);
+        eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+        k.len = v.len = 0;
+    }
+    meta__key_applied(&k, s->id);
+    meta__put_u64(&v, index);
+    eng_batch_put(b, ENG_CF_META, k.base, k.len, v.base, v.len);
+    int rv = eng_batch_commit(s->ss->ms->db, b, 0);
+    eng_batch_destroy(b);
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    return rv;
+}
+
+/* A refused entry (split NULL) or a split command at index of s (split.c): the layout row
+ * is written with s's applied index, so after kill -9 either both are back or the log
+ * replays the split; a split already in the layout is a no-op. The child's group is opened
+ * from open_timer (never from inside another group's apply). */
+static int apply_special(struct meta__shard *s, uint64_t index, const struct meta__split_cmd *split,
+                         void **result)
+{
+    struct meta__shards *ss = s->ss;
+    struct meta__layout *l = NULL;
+    int how = -1;
+    if (split != NULL) {
+        l = mg_malloc(sizeof(*l));
+        layout_of(ss, l);
+        how = split->parent == s->id ? meta__layout_split(l, split) : -1;
+    }
+    int rv = commit_applied(s, index, how == 0 ? l : NULL);
+    if (rv != 0) {
+        mg_free(l);
+        mg_log(MG_LOG_ERROR, "event=apply_failed shard=%u index=%llu err=%s", s->id,
+               (unsigned long long)index, mg_err_name(rv));
+        return rv;
+    }
+    s->applied = index;
+    atomic_fetch_add(&ss->applied_entries, 1);
+    if (split == NULL) {
+        s->refused_stale++;
+        *result = (void *)&meta__entry_stale;
+    } else if (how == 0) {
+        layout_install(ss, l);
+        mg_log(MG_LOG_INFO, "event=shard_split shard=%u index=%llu child=%u at=%llu hi=%llu "
+               "epoch=%u", s->id, (unsigned long long)index, split->child,
+               (unsigned long long)split->at, (unsigned long long)split->hi, s->epoch);
+        if (!ss->closing && ss->open_timer.loop != NULL)
+            uv_timer_start(&ss->open_timer, on_open_tick, 0, 0);
+    } else {
+        mg_log(MG_LOG_INFO, "event=shard_split_noop shard=%u index=%llu child=%u at=%llu "
+               "how=%s", s->id, (unsigned long long)index, split->child,
+               (unsigned long long)split->at, how == 1 ? "applied_before" : "refused");
+    }
+    mg_free(l);
+    meta__fence_applied(s);
+    return 0;
+}
+
 static int on_apply(void *data, uint64_t index, const void *buf, size_t len, void **result)
 {
     struct meta__shard *s = data;
@@ -300,6 +406,14 @@ static int on_apply(void *data, uint64_t index, const void *buf, size_t len, voi
                (unsigned long long)index, len);
         return MG_ECORRUPT;
     }
+    /* A cluster's data shard refuses an entry of another range epoch: it was encoded against
+     * a layout that a split (applied before it in this log) changed. Deterministic, so every
+     * replica refuses it; only the applied index moves. */
+    int stale = s->ss->cl != NULL && s->id != 0 && h.range_epoch != s->epoch;
+    struct meta__split_cmd split;
+    int is_split = !stale && s->ss->cl != NULL && meta__split_entry(buf, len, &split);
+    if (stale || is_split)
+        return apply_special(s, index, is_split ? &split : NULL, result);
     struct eng_batch *b = eng_batch_create();
     size_t pos = 0;
     struct meta_ws_record r;
@@ -481,10 +595,12 @@ static void on_stats_tick(uv_timer_t *t)
     st.overlay_rows = ss->ov.nrows;
     st.dedup_hits = ss->dedup_hits;
     st.flushes = ss->flushes;
-    st.nshards = ss->n;
-    for (unsigned i = 0; i < ss->n && i < META_OP_STATS_SHARDS_MAX; i++) {
+    st.nshards = 0;
+    for (unsigned i = 0; i < ss->n && st.nshards < META_OP_STATS_SHARDS_MAX; i++) {
         struct meta__shard *sh = &ss->shards[i];
-        struct meta_shard_stats *o = &st.shards[i];
+        if (!sh->present)
+            continue; /* a hole in the ids (split.h) */
+        struct meta_shard_stats *o = &st.shards[st.nshards++];
         struct mraft_group_stats g;
         memset(&g, 0, sizeof(g));
         if (sh->g != NULL && !sh->reopening)
@@ -594,17 +710,36 @@ static int open_group(struct meta__shards *ss, struct meta__shard *s)
     return mraft_group_create(ss->host, &gc, &s->g);
 }
 
+/* Open the group of every shard in the layout that has none yet. At start-up a parent's
+ * replay may apply a split and so add a shard with a higher id: the loop reaches it (ss->n
+ * is read again), after the parent replayed through the split, as its state needs. */
 static int open_groups(struct meta__shards *ss, char *errmsg)
 {
     for (unsigned i = 0; i < ss->n; i++) {
-        int rv = open_group(ss, &ss->shards[i]);
+        struct meta__shard *s = &ss->shards[i];
+        if (!s->present || s->g != NULL || s->reopening)
+            continue;
+        int rv = open_group(ss, s);
         if (rv != 0) {
-            snprintf(errmsg, 256, "raft group of shard %u: %s", ss->shards[i].id,
-                     mg_err_name(rv));
+            snprintf(errmsg, 256, "raft group of shard %u: %s", s->id, mg_err_name(rv));
             return rv;
         }
     }
     return 0;
+}
+
+/* A split applied at run time added a shard: open its group (every replica bootstraps it
+ * with the same voters). A failure is retried every second. */
+static void on_open_tick(uv_timer_t *t)
+{
+    struct meta__shards *ss = t->data;
+    if (ss->closing)
+        return;
+    char errmsg[256];
+    if (open_groups(ss, errmsg) != 0) {
+        mg_log(MG_LOG_ERROR, "event=shard_open_failed err=\"%s\" action=retry", errmsg);
+        uv_timer_start(&ss->open_timer, on_open_tick, 1000, 0);
+    }
 }
 
 /* A failed log append fenced the group (raft/raft.h): every proposal on it fails until it
@@ -708,6 +843,32 @@ static unsigned data_shard_count(struct meta_store *ms)
     return n;
 }
 
+/* The layout at open: the layout row a split wrote (with its parent's applied index, so it
+ * matches what RocksDB holds; the log replays later splits), else the initial equal ranges.
+ * Returns 0 or MG_ECORRUPT (an unreadable layout row). */
+static int load_layout(struct meta__shards *ss, char *errmsg)
+{
+    struct meta__layout *l = mg_malloc(sizeof(*l));
+    uint32_t initial = data_shard_count(ss->ms);
+    struct mg_buf k, v;
+    mg_buf_init(&k);
+    mg_buf_init(&v);
+    meta__key_sys_layout(&k);
+    int rv = 0, have = eng_get(ss->ms->db, ENG_CF_META, k.base, k.len, &v) == 0;
+    if (have && (meta__layout_decode(v.base, v.len, l) != 0 || l->initial != initial)) {
+        snprintf(errmsg, 256, "the shard layout row is unreadable (%zu bytes)", v.len);
+        rv = MG_ECORRUPT;
+    } else if (!have) {
+        meta__layout_initial(l, initial);
+    }
+    if (rv == 0)
+        layout_install(ss, l);
+    mg_buf_close(&k);
+    mg_buf_close(&v);
+    mg_free(l);
+    return rv;
+}
+
 int meta__shards_open(struct meta__rt *rt, char *errmsg)
 {
     struct meta__shards *ss = mg_calloc(1, sizeof(*ss));
@@ -716,10 +877,10 @@ int meta__shards_open(struct meta__rt *rt, char *errmsg)
     meta__ov_init(&ss->ov);
     ss->dedup = mg_calloc(META_DEDUP_SLOTS, sizeof(*ss->dedup));
     pthread_mutex_init(&ss->stats_lock, NULL);
-    layout(ss, data_shard_count(rt->ms));
+    ss->pub = mg_calloc(1, sizeof(*ss->pub));
     rt->shards = ss;
-    int rv = 0;
-    if (rt->ms->opts.cluster != NULL)
+    int rv = load_layout(ss, errmsg);
+    if (rv == 0 && rt->ms->opts.cluster != NULL)
         rv = meta__cluster_create(rt->ms->opts.cluster, &ss->cl, errmsg);
     if (rv == 0 && ss->cl != NULL)
         meta__router_init(ss); /* before the groups open: their replay releases fences */
@@ -731,6 +892,8 @@ int meta__shards_open(struct meta__rt *rt, char *errmsg)
         rv = meta__cluster_start(ss, errmsg);
     if (rv != 0)
         return rv;
+    uv_timer_init(&rt->loop, &ss->open_timer); /* from here a split opens its child's group */
+    ss->open_timer.data = ss;
     uv_timer_init(&rt->loop, &ss->flush_timer);
     ss->flush_timer.data = ss;
     uv_timer_start(&ss->flush_timer, on_flush_tick, FLUSH_TICK_MS, FLUSH_TICK_MS);
@@ -759,6 +922,7 @@ static void on_host_closed(struct mraft_host *h, void *data)
     meta__ov_close(&ss->ov);
     meta__cluster_destroy(ss->cl);
     mg_free(ss->dedup);
+    mg_free(ss->pub);
     pthread_mutex_destroy(&ss->stats_lock);
     mg_free(ss);
     rt->shards = NULL;
@@ -803,6 +967,8 @@ void meta__shards_close(struct meta__shards *ss, void (*on_closed)(struct meta__
         uv_close((uv_handle_t *)&ss->retire_timer, NULL);
     if (ss->stats_timer.loop != NULL)
         uv_close((uv_handle_t *)&ss->stats_timer, NULL);
+    if (ss->open_timer.loop != NULL)
+        uv_close((uv_handle_t *)&ss->open_timer, NULL);
     for (unsigned i = 0; i < ss->n; i++)
         if (ss->shards[i].retry_timer.loop != NULL)
             uv_close((uv_handle_t *)&ss->shards[i].retry_timer, NULL);
@@ -890,11 +1056,14 @@ static int map_raft_err(struct meta__shards *ss, int rv)
 
 static void proposal_done(struct pending *p, int status);
 
+/* A proposal whose entry was refused at apply for its range epoch (meta__entry_stale). */
+#define STATUS_STALE (-1)
+
 static void on_proposed(struct mraft_propose *req, int status, uint64_t index, uint64_t hint,
                         void *result)
 {
-    (void)index, (void)hint, (void)result;
-    proposal_done(req->data, status);
+    (void)index, (void)hint;
+    proposal_done(req->data, status == 0 && result == &meta__entry_stale ? STATUS_STALE : status);
 }
 
 /* An entry proposed through another node (its rows never entered our overlay). */
@@ -912,7 +1081,7 @@ static void proposal_done(struct pending *p, int status)
         if (status != 0)
             mg_log(MG_LOG_WARN, "event=remote_entry_failed shard=%u err=%s", p->s->id,
                    mg_err_name(status));
-    } else if (status == 0) {
+    } else if (status == 0 || status == STATUS_STALE) { /* applied, or refused everywhere */
         size_t pos = 0;
         struct meta_ws_record r;
         while (meta__ws_next(p->entry.base, p->entry.len, &pos, &r) == 1)
@@ -932,6 +1101,17 @@ static void proposal_done(struct pending *p, int status)
     struct meta_op *op = p->op;
     p->next = NULL;
     pending_free(p);
+    if (status == STATUS_STALE) {
+        /* Nothing of this entry applied anywhere (a split moved its range): the router
+         * retries the op on its new home shard, as if it had been refused before append. An
+         * earlier entry of the chain is a data shard's too (data shards come first), so
+         * nothing of the op applied. */
+        chain_free(next);
+        if (op != NULL)
+            op_done(ss, op, MG_ENOTLEADER, 0);
+        run_parked(ss);
+        return;
+    }
     if (status == 0 && next != NULL) {
         int rv = submit(next);
         if (rv != 0) {

@@ -58,7 +58,14 @@ struct meta__shard {
     uint64_t reopens;           /* metrics */
     uv_timer_t retry_timer;     /* a failed reopen retries after a pause */
     unsigned install_logged;    /* cluster: install requests seen (logged once) */
+    int present;                /* in the layout (ids of a cluster's splits may leave holes
+                                   for a while: a child applied before a lower id's) */
+    uint64_t refused_stale;     /* entries refused at apply for their range epoch */
 };
+
+/* *result of an entry refused at apply because its range epoch is not its shard's (it was
+ * encoded against a layout a split changed): it applied nothing, on any replica. */
+extern const char meta__entry_stale;
 
 /* Request ids seen (DESIGN.md 6: a retried mutation returns its first result): a bounded
  * open-addressing table, oldest evicted first. Entries come from the ops this node executes
@@ -72,6 +79,7 @@ struct meta_dedup_slot {
 };
 
 struct meta__cluster; /* cluster.h */
+struct meta__layout;  /* split.h */
 struct delayed_retire; /* shard.c */
 
 struct meta__shards {
@@ -80,8 +88,11 @@ struct meta__shards {
     struct meta_store *ms;
     struct mraft_host *host;
     char address[64];           /* the raft host's "a.b.c.d:port" */
-    struct meta__shard shards[META_SHARDS_MAX];
-    unsigned n;
+    struct meta__shard shards[META_SHARDS_MAX]; /* by id: shards[i].id == i */
+    unsigned n;                 /* 1 + the highest shard id present */
+    uint32_t initial;           /* data shards of the store when created (bucket ids) */
+    struct meta__layout *pub;   /* the data shards' layout for other threads (stats_lock) */
+    uv_timer_t open_timer;      /* opens the groups of shards a split created */
     struct meta_overlay ov;
     uint64_t seq;               /* last entry sequence number handed out */
     uint64_t inflight;          /* entries proposed, callback not yet run */
@@ -128,7 +139,8 @@ void meta__shards_close(struct meta__shards *ss, void (*on_closed)(struct meta__
 struct meta__shard *meta__shard_of_key(struct meta__shards *ss, const void *k, size_t kl);
 /* The shard a bucket id lives in. */
 struct meta__shard *meta__shard_of_bucket(struct meta__shards *ss, uint64_t bucket_id);
-/* Bucket id for the n-th bucket ever created (n >= 0): spread over the data shards. */
+/* Bucket id for the n-th bucket ever created (n >= 0): spread over the data shards of the
+ * initial layout (meta__bucket_id_initial), whatever splits happened since. */
 uint64_t meta__shards_bucket_id(struct meta__shards *ss, uint64_t n);
 
 /* Propose op's write set: one entry per shard touched, data shards first, shard 0 last,
@@ -140,5 +152,7 @@ uint64_t meta__shards_bucket_id(struct meta__shards *ss, uint64_t n);
 int meta__shards_propose(struct meta__shards *ss, struct meta_op *op, struct meta_ws *ws);
 /* Hold op until no entry is in flight, then execute it (ops that scan ranges). */
 void meta__shards_park(struct meta__shards *ss, struct meta_op *op);
+/* Copy of the data shards' layout as this node has applied it, for any thread. */
+void meta__shards_layout_get(struct meta__shards *ss, struct meta__layout *out);
 
 #endif
