@@ -18,6 +18,12 @@
  * count stalls for --stall s, or --wait s), "after" (--after s). Expiry is observed from
  * /metrics (metagate_lifecycle_expired_total) when the server has it, else from the
  * LIST loop on logs/ (the first key changes; no old key is left).
+ *
+ * --delete-objects (issue 8 done-when 6): no rule; at t = 0 one client deletes the same
+ * oldest 75 % itself with DeleteObjects, --delete-batch keys a request (1,000, as a client
+ * would), in key order on one connection, and "during" lasts until its last request is
+ * answered. Everything else is the same, plus a third loop: a 1-key LIST of logs/ (the
+ * issue's "a 1-key LIST takes 520 ms"), and the seconds until LIST is under 5 ms.
  */
 #include "tests/bench/expiry.h"
 
@@ -46,6 +52,8 @@
 #define METRICS_CAP (1u << 20)
 #define PROGRESS_S 3.0         /* a progress line every PROGRESS_S seconds */
 #define RECOVER_WINDOW_S 1.0   /* recover_s: median over 1 s windows */
+#define UNDER_MS 5.0           /* under_5ms_s: the absolute target of issue 8 done-when 6 */
+#define DEL_BATCH_MAX 1000     /* DeleteObjects: at most 1,000 keys a request (S3 API) */
 #define DEF_AK "AKIAIOSFODNN7EXAMPLE"
 #define DEF_SK "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 
@@ -116,8 +124,9 @@ int mgb_exp_metric(const char *text, const char *name, double *out)
 
 /* ------------------------------------------------------------- state */
 
-enum { PFX_LOGS, PFX_KEEP, PFX_COUNT };
-static const char *const pfx_name[PFX_COUNT] = {"logs/", "keep/"};
+/* PFX_LOGS1 (a 1-key LIST of logs/) runs in --delete-objects mode only. */
+enum { PFX_LOGS, PFX_KEEP, PFX_LOGS1, PFX_COUNT };
+static const char *const pfx_name[PFX_COUNT] = {"logs/", "keep/", "logs/1"};
 
 enum { PH_BEFORE, PH_DURING, PH_AFTER, PH_COUNT };
 static const char *const ph_name[PH_COUNT] = {"before", "during", "after"};
@@ -127,9 +136,16 @@ struct xopts {
     const char *configs, *json, *plot, *size, *endpoint, *metrics_url, *metagate, *name;
     const char *access_key, *secret_key, *bucket, *region;
     double day_s, before_s, after_s, wait_s, stall_s, poll_s, tolerance;
-    uint64_t concurrency, threads;
+    uint64_t concurrency, threads, del_batch;
     int keep_data;
+    int del_mode; /* --delete-objects: DeleteObjects instead of a rule */
 };
+
+/* The LIST loops a run has: logs/ and keep/, plus the 1-key one when deleting. */
+static int pfx_count(const struct xopts *o)
+{
+    return o->del_mode ? PFX_COUNT : PFX_LOGS1;
+}
 
 /* The key space of one run (see the file comment). */
 struct keyspace {
@@ -183,6 +199,7 @@ struct xres {
     double lsm_written;             /* NAN: no metric */
     double peak_backlog;            /* NAN: no metric */
     double recover_s;               /* NAN: not recovered / not applicable */
+    double under_s[PFX_COUNT];      /* s after the end until LIST < UNDER_MS (NAN: never) */
     double before_p50;
     struct series s[PFX_COUNT];
     uint64_t list_errors;
@@ -308,7 +325,8 @@ static void *lister_main(void *arg)
     struct ctx *x = l->x;
     char path[96], query[160];
     snprintf(path, sizeof(path), "/%s", x->cfg.bucket);
-    snprintf(query, sizeof(query), "list-type=2&max-keys=1000&prefix=%s%%2F", l->which ? "keep" : "logs");
+    snprintf(query, sizeof(query), "list-type=2&max-keys=%d&prefix=%s%%2F",
+             l->which == PFX_LOGS1 ? 1 : 1000, l->which == PFX_KEEP ? "keep" : "logs");
     size_t rplen = strlen(x->ks.rule_prefix);
     uint64_t ref = 0;
     char *buf = mg_malloc(LIST_CAP);
@@ -397,6 +415,73 @@ static double count_left(struct ctx *x)
     mg_buf_close(&enc);
     mg_free(buf);
     return n;
+}
+
+/* ------------------------------------------------------------- DeleteObjects */
+
+/* --delete-objects: one client removing the oldest 75 % itself, in key order. */
+struct deleter {
+    struct ctx *x;
+    pthread_t tid;
+    _Atomic uint64_t deleted;      /* keys in requests answered 200 */
+    _Atomic uint64_t t_start, t_end; /* scenario clock, ns: first request sent, last answered */
+    _Atomic int done;
+    uint64_t errors;               /* requests not answered 200 (owned by the thread) */
+    char first_error[200];
+};
+
+size_t mgb_exp_delete_body(struct mg_buf *out, const char *const *keys, size_t n)
+{
+    out->len = 0;
+    mg_buf_appendf(out, "<Delete><Quiet>true</Quiet>");
+    for (size_t i = 0; i < n; i++)
+        mg_buf_appendf(out, "<Object><Key>%s</Key></Object>", keys[i]); /* no XML specials */
+    mg_buf_appendf(out, "</Delete>");
+    return out->len;
+}
+
+static void *deleter_main(void *arg)
+{
+    struct deleter *d = arg;
+    struct ctx *x = d->x;
+    uint64_t batch = x->o->del_batch;
+    char path[96], *resp = mg_malloc(LIST_CAP);
+    char (*names)[128] = mg_malloc(batch * sizeof(*names));
+    const char **keys = mg_malloc(batch * sizeof(*keys));
+    struct mg_buf body;
+    mg_buf_init(&body);
+    snprintf(path, sizeof(path), "/%s", x->cfg.bucket);
+    int fd = -1;
+    atomic_store(&d->t_start, mgb_now_ns() - x->t0_ns);
+    for (uint64_t id = 0; id < x->ks.n_old;) {
+        size_t n = 0;
+        for (; n < batch && id < x->ks.n_old; n++, id++) {
+            key_name(&x->ks, id, names[n], sizeof(names[n]));
+            keys[n] = names[n];
+        }
+        mgb_exp_delete_body(&body, keys, n);
+        struct mgb_req rq = {.method = "POST", .path = path, .query = "delete",
+                             .body = body.base, .body_len = body.len, .content_md5 = 1};
+        int st = mgb_request(&x->cfg, &x->cfg.ep[0], &fd, &rq, resp, LIST_CAP, NULL);
+        /* Quiet: a 200 lists only the keys that failed */
+        if (st != 200 || strstr(resp, "<Error>") != NULL) {
+            if (!d->first_error[0])
+                snprintf(d->first_error, sizeof(d->first_error), "HTTP %d %.150s", st,
+                         st < 0 ? "transport error" : resp);
+            d->errors++;
+            continue;
+        }
+        atomic_fetch_add(&d->deleted, n);
+    }
+    atomic_store(&d->t_end, mgb_now_ns() - x->t0_ns);
+    atomic_store(&d->done, 1);
+    if (fd >= 0)
+        close(fd);
+    mg_buf_close(&body);
+    mg_free(keys);
+    mg_free(names);
+    mg_free(resp);
+    return NULL;
 }
 
 /* ------------------------------------------------------------- metrics */
@@ -751,40 +836,81 @@ static void progress(const char *name, const char *phase, double t, const struct
             atomic_load(&l[0].count), atomic_load(&l[1].count));
 }
 
+/* /metrics, with the expired count taken from the deleter when there is one (its deletes are
+ * not lifecycle's: metagate_lifecycle_expired_total does not count them). */
+static void poll(struct ctx *x, struct metrics *m, const struct deleter *d)
+{
+    metrics_poll(x, m);
+    if (d != NULL)
+        m->expired = (double)atomic_load(&d->deleted);
+}
+
+/* Start the expiry: the rule, or the DeleteObjects client (d). 0 when it started. */
+static int expiry_start(struct ctx *x, struct deleter *d)
+{
+    if (!x->o->del_mode)
+        return put_rule(x);
+    d->x = x;
+    if (pthread_create(&d->tid, NULL, deleter_main, d) != 0)
+        return -1;
+    fprintf(stderr, "[delete] DeleteObjects of the %" PRIu64 " keys under %s, %" PRIu64
+                    " a request, started\n",
+            x->ks.n_old, x->ks.rule_prefix, x->o->del_batch);
+    return 0;
+}
+
+/* The deleter's own figures replace what the metric would say: its end and rate. */
+static void deleter_finish(struct ctx *x, struct deleter *d, struct xres *r)
+{
+    pthread_join(d->tid, NULL);
+    double a = ns_s(atomic_load(&d->t_start)), b = ns_s(atomic_load(&d->t_end));
+    uint64_t n = atomic_load(&d->deleted);
+    r->expired = (double)n;
+    r->complete = n >= x->ks.n_old;
+    r->t_end = b;
+    r->expired_per_s = b > a ? (double)n / (b - a) : NAN;
+    fprintf(stderr, "[%s] DeleteObjects: %" PRIu64 " keys deleted in %.2f s, %" PRIu64
+                    " failed requests%s%s\n",
+            r->name, n, b - a, d->errors, d->first_error[0] ? ", first: " : "", d->first_error);
+}
+
 /* Before, during, after: see the file comment. Returns -1 when the rule was refused. */
 static int measure(struct ctx *x, struct xres *r, const char *metrics_url)
 {
     const struct xopts *o = x->o;
     struct lister l[PFX_COUNT];
     struct metrics m;
+    struct deleter del, *dp = o->del_mode ? &del : NULL;
     char err[200];
     memset(l, 0, sizeof(l));
+    memset(&del, 0, sizeof(del));
     if (metrics_init(&m, metrics_url, err, sizeof(err)) != 0) {
         fprintf(stderr, "mgbench expiry: metrics: %s\n", err);
         m.absent = 1;
     }
     x->t0_ns = mgb_now_ns();
-    for (int i = 0; i < PFX_COUNT; i++) {
+    int npfx = pfx_count(o);
+    for (int i = 0; i < npfx; i++) {
         l[i].x = x;
         l[i].which = i;
         pthread_create(&l[i].tid, NULL, lister_main, &l[i]);
     }
     double last_prog = 0, t;
     while ((t = clock_s(x)) < o->before_s) {
-        metrics_poll(x, &m);
+        poll(x, &m, dp);
         if (t - last_prog >= PROGRESS_S) {
             progress(r->name, "before", t - o->before_s, l, &m, r);
             last_prog = t;
         }
         sleep_s(o->poll_s);
     }
-    metrics_poll(x, &m);
+    poll(x, &m, dp);
     double exp0 = m.expired, lsm0 = m.lsm;
     r->peak_tombstones = m.tombstones;
     r->peak_backlog = m.backlog;
     atomic_store(&x->rule_ns, mgb_now_ns());
     r->t_rule = clock_s(x);
-    int rule_ok = put_rule(x) == 0;
+    int rule_ok = expiry_start(x, dp) == 0;
     /* expiry as the metric shows it */
     double c_first = NAN, c_last = NAN, t_first = -1, t_last = -1, c_prev = exp0;
     double t_done = -1;
@@ -793,7 +919,7 @@ static int measure(struct ctx *x, struct xres *r, const char *metrics_url)
     for (;;) {
         sleep_s(o->poll_s);
         t = clock_s(x);
-        metrics_poll(x, &m);
+        poll(x, &m, dp);
         r->peak_tombstones = nanmax(r->peak_tombstones, m.tombstones);
         r->peak_backlog = nanmax(r->peak_backlog, m.backlog);
         /* counted while "during" only: what grows later does not move the end of expiry */
@@ -813,6 +939,8 @@ static int measure(struct ctx *x, struct xres *r, const char *metrics_url)
         }
         if (t_done < 0) {
             int by_metric = !isnan(m.expired) && !isnan(exp0) && m.expired - exp0 >= (double)n_old;
+            if (dp != NULL && rule_ok) /* the client's requests are all answered */
+                by_metric = atomic_load(&del.done);
             int by_list = atomic_load(&l[PFX_LOGS].t_gone) != 0;
             int stalled = t_last >= 0 && t - t_last >= o->stall_s;
             if (by_metric || by_list || stalled || !rule_ok || t - r->t_rule >= o->wait_s) {
@@ -828,16 +956,17 @@ static int measure(struct ctx *x, struct xres *r, const char *metrics_url)
                 else
                     fprintf(stderr, "[%s] all %" PRIu64 " objects under %s expired (seen by %s) at "
                                     "t=%.1fs\n",
-                            r->name, n_old, x->ks.rule_prefix, by_metric ? "/metrics" : "LIST",
+                            r->name, n_old, x->ks.rule_prefix,
+                            by_metric ? (dp != NULL ? "DeleteObjects" : "/metrics") : "LIST",
                             t - r->t_rule);
             }
         } else if (t - t_done >= o->after_s) {
             break;
         }
     }
-    for (int i = 0; i < PFX_COUNT; i++)
+    for (int i = 0; i < npfx; i++)
         atomic_store(&l[i].stop, 1);
-    for (int i = 0; i < PFX_COUNT; i++) {
+    for (int i = 0; i < npfx; i++) {
         pthread_join(l[i].tid, NULL);
         r->s[i] = l[i].s;
         r->list_errors += atomic_load(&l[i].errors);
@@ -845,7 +974,7 @@ static int measure(struct ctx *x, struct xres *r, const char *metrics_url)
             fprintf(stderr, "[%s] LIST %s: %" PRIu64 " errors, first: %s\n", r->name, pfx_name[i],
                     atomic_load(&l[i].errors), l[i].first_error);
     }
-    metrics_poll(x, &m);
+    poll(x, &m, dp);
     r->peak_tombstones = nanmax(r->peak_tombstones, m.tombstones);
     r->t_stop = clock_s(x);
     r->lsm_written = !isnan(m.lsm) && !isnan(lsm0) ? m.lsm - lsm0 : NAN;
@@ -881,6 +1010,8 @@ static int measure(struct ctx *x, struct xres *r, const char *metrics_url)
         r->t_end = gone;
         r->expired_per_s = gone > from ? (double)n_old / (gone - from) : NAN;
     }
+    if (dp != NULL && rule_ok)
+        deleter_finish(x, &del, r);
     metrics_close(&m);
     return rule_ok ? 0 : -1;
 }
@@ -902,6 +1033,14 @@ static void recover(struct xres *r, double tolerance)
                                       RECOVER_WINDOW_S);
         if (rs >= 0)
             r->recover_s = rs;
+    }
+    for (int p = 0; p < PFX_COUNT; p++) {
+        r->under_s[p] = NAN;
+        double us = r->t_end >= 0 ? mgb_exp_recover_s(r->s[p].v, r->s[p].n, r->t_end, UNDER_MS,
+                                                      RECOVER_WINDOW_S)
+                                  : -1;
+        if (us >= 0)
+            r->under_s[p] = us;
     }
 }
 
@@ -999,11 +1138,11 @@ static void fmt_num(char *out, size_t cap, double v, int prec)
 
 /* The per-configuration figures of the table and of --json, in the JSON's order (NAN:
  * null). LIST figures are the logs/ loop while expiry runs. */
-enum { HEADLINE_COUNT = 7 };
+enum { HEADLINE_COUNT = 9 };
 static const char *const headline_key[HEADLINE_COUNT] = {
     "expired_per_s", "list_p50_ms", "list_p99_ms", "list_max_ms",
-    "recover_s", "peak_tombstones", "lsm_bytes_written"};
-static const int headline_prec[HEADLINE_COUNT] = {1, 3, 3, 3, 3, 0, 0};
+    "recover_s", "peak_tombstones", "lsm_bytes_written", "under_5ms_s", "list1_under_5ms_s"};
+static const int headline_prec[HEADLINE_COUNT] = {1, 3, 3, 3, 3, 0, 0, 3, 3};
 
 static void headline(const struct xres *r, double v[HEADLINE_COUNT])
 {
@@ -1016,6 +1155,8 @@ static void headline(const struct xres *r, double v[HEADLINE_COUNT])
     v[4] = r->recover_s;
     v[5] = r->peak_tombstones;
     v[6] = r->lsm_written;
+    v[7] = r->under_s[PFX_LOGS];   /* 1,000-key LIST of logs/ under 5 ms (1 s median) */
+    v[8] = r->under_s[PFX_LOGS1];  /* 1-key LIST (--delete-objects only) */
 }
 
 static void print_report(FILE *f, const struct xres *rs, size_t n, const struct xopts *o)
@@ -1047,7 +1188,7 @@ static void print_report(FILE *f, const struct xres *rs, size_t n, const struct 
         fprintf(f, "  %-8s %-6s %7s %9s %9s %9s\n", "phase", "prefix", "LISTs", "p50 ms",
                 "p99 ms", "max ms");
         for (int ph = 0; ph < PH_COUNT; ph++)
-            for (int p = 0; p < PFX_COUNT; p++) {
+            for (int p = 0; p < pfx_count(o); p++) {
                 double s[3];
                 size_t k = phase_stats(r, p, ph, s);
                 char x[3][32];
@@ -1057,8 +1198,10 @@ static void print_report(FILE *f, const struct xres *rs, size_t n, const struct 
                         x[1], x[2]);
             }
     }
-    fprintf(f, "\n| config | objects | expired/s | LIST p50 ms | p99 ms | max ms | recover s | "
-               "peak tombstones | LSM bytes written |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    fprintf(f, "\n| config | objects | %s/s | LIST p50 ms | p99 ms | max ms | recover s | "
+               "peak tombstones | LSM bytes written | under 5 ms s | 1-key under 5 ms s |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            o->del_mode ? "deleted" : "expired");
     for (size_t i = 0; i < n; i++) {
         if (!rs[i].ran)
             continue;
@@ -1072,11 +1215,15 @@ static void print_report(FILE *f, const struct xres *rs, size_t n, const struct 
         }
         fprintf(f, " |\n");
     }
-    fprintf(f, "(LIST figures: prefix logs/ while expiry runs)\n");
+    fprintf(f, "(LIST figures: prefix logs/ while %s runs; under 5 ms: s after its end until a "
+               "1 s median < 5 ms)\n",
+            o->del_mode ? "DeleteObjects" : "expiry");
 }
 
-static int write_json(const char *path, const struct xres *rs, size_t n)
+/* The issue's keys, plus the two under-5-ms figures in --delete-objects mode. */
+static int write_json(const char *path, const struct xres *rs, size_t n, const struct xopts *o)
 {
+    int nkeys = o->del_mode ? HEADLINE_COUNT : HEADLINE_COUNT - 2;
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "mgbench expiry: %s: %s\n", path, strerror(errno));
@@ -1091,7 +1238,7 @@ static int write_json(const char *path, const struct xres *rs, size_t n)
         headline(&rs[i], v);
         fprintf(f, "%s{\"config\": \"%s\", \"objects\": %" PRIu64, first ? "" : ", ",
                 rs[i].name, rs[i].objects);
-        for (int k = 0; k < HEADLINE_COUNT; k++) {
+        for (int k = 0; k < nkeys; k++) {
             fprintf(f, ", \"%s\": ", headline_key[k]);
             if (isnan(v[k]))
                 fprintf(f, "null");
@@ -1112,8 +1259,9 @@ static int write_plot(const char *png, const struct xres *rs, size_t n, const st
         fprintf(stderr, "mgbench expiry: plot: mkdtemp: %s\n", strerror(errno));
         return -1;
     }
+    int npfx = pfx_count(o);
     for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < PFX_COUNT; k++) {
+        for (int k = 0; k < npfx; k++) {
             snprintf(p, sizeof(p), "%s/c%zu_%d.dat", dir, i, k);
             FILE *f = fopen(p, "w");
             if (!f)
@@ -1129,12 +1277,14 @@ static int write_plot(const char *png, const struct xres *rs, size_t n, const st
     FILE *f = fopen(p, "w");
     if (!f)
         return -1;
-    fprintf(f, "set terminal pngcairo size 1200,1000 noenhanced font 'sans,10'\nset output '%s'\n"
-               "set multiplot layout 2,1 title 'mgbench expiry: %" PRIu64 " objects (%" PRIu64
-               " expiring), LIST max-keys 1000; t = 0: rule set; dotted: expiry over'\n"
-               "set grid\nset key outside right\nset logscale y\nset xlabel 's since the rule was set'\n"
+    const char *what = o->del_mode ? "DeleteObjects" : "rule set";
+    fprintf(f, "set terminal pngcairo size 1200,%d noenhanced font 'sans,10'\nset output '%s'\n"
+               "set multiplot layout %d,1 title 'mgbench expiry: %" PRIu64 " objects (%" PRIu64
+               " %s), LIST max-keys 1000; t = 0: %s; dotted: %s over'\n"
+               "set grid\nset key outside right\nset logscale y\nset xlabel 's since t = 0 (%s)'\n"
                "set ylabel 'LIST latency (ms)'\nset arrow 1 from 0, graph 0 to 0, graph 1 nohead dashtype 2\n",
-            png, o->objects, o->objects * 3 / 4);
+            500 * npfx, png, npfx, o->objects, o->objects * 3 / 4,
+            o->del_mode ? "deleted" : "expiring", what, o->del_mode ? "deletes" : "expiry", what);
     /* the end of each configuration's expiry, in its line's colour */
     for (size_t i = 0, lt = 1; i < n; i++) {
         if (!rs[i].ran)
@@ -1144,9 +1294,11 @@ static int write_plot(const char *png, const struct xres *rs, size_t n, const st
                     i + 2, rs[i].t_end - rs[i].t_rule, rs[i].t_end - rs[i].t_rule, lt);
         lt++;
     }
-    for (int k = 0; k < PFX_COUNT; k++) {
-        fprintf(f, "set title 'LIST prefix %s%s'\nplot ", pfx_name[k],
-                k == PFX_LOGS ? " (expiring: the oldest 75 % go)" : " (untouched)");
+    for (int k = 0; k < npfx; k++) {
+        fprintf(f, "set title 'LIST prefix %s%s'\nplot ", k == PFX_LOGS1 ? "logs/" : pfx_name[k],
+                k == PFX_LOGS    ? " (the oldest 75 % go)"
+                : k == PFX_LOGS1 ? ", max-keys 1 (the oldest 75 % go)"
+                                 : " (untouched)");
         int first = 1;
         for (size_t i = 0; i < n; i++) {
             if (!rs[i].ran)
@@ -1203,6 +1355,9 @@ static void usage(FILE *f)
             "  --concurrency N      load connections (32); --threads N (cores)\n"
             "  --metagate PATH      server binary (env METAGATE; default: next to mgbench)\n"
             "  --keep-data          keep the servers' data dirs\n"
+            "  --delete-objects     no rule: delete the oldest 75 %% with DeleteObjects (one client,\n"
+            "                       key order), and LIST 1 key of logs/ in a third loop too\n"
+            "  --delete-batch N     keys a DeleteObjects request (1000, at most 1000)\n"
             "  --endpoint URL       run once against this S3 server, start nothing\n"
             "  --name NAME          the configuration name of an --endpoint run (endpoint)\n"
             "  --metrics URL        /metrics to poll (default: ENDPOINT/metrics; missing: null)\n"
@@ -1218,7 +1373,7 @@ static void usage(FILE *f)
 enum {
     X_OBJECTS = 300, X_KEEP, X_CONFIGS, X_SIZE, X_DAY, X_BEFORE, X_AFTER, X_WAIT, X_STALL,
     X_POLL, X_TOL, X_CONC, X_THREADS, X_METAGATE, X_KEEPDATA, X_ENDPOINT, X_NAME, X_METRICS,
-    X_AK, X_SK, X_BUCKET, X_REGION, X_JSON, X_PLOT, X_HELP
+    X_AK, X_SK, X_BUCKET, X_REGION, X_JSON, X_PLOT, X_DELETE, X_DELBATCH, X_HELP
 };
 
 static const struct option xlong[] = {
@@ -1230,6 +1385,7 @@ static const struct option xlong[] = {
     {"endpoint", 1, 0, X_ENDPOINT}, {"name", 1, 0, X_NAME}, {"metrics", 1, 0, X_METRICS},
     {"access-key", 1, 0, X_AK}, {"secret-key", 1, 0, X_SK}, {"bucket", 1, 0, X_BUCKET},
     {"region", 1, 0, X_REGION}, {"json", 1, 0, X_JSON}, {"plot", 1, 0, X_PLOT},
+    {"delete-objects", 0, 0, X_DELETE}, {"delete-batch", 1, 0, X_DELBATCH},
     {"help", 0, 0, X_HELP}, {0, 0, 0, 0},
 };
 
@@ -1282,6 +1438,14 @@ static int xparse(int c, const char *a, struct xopts *o, int *keep_set)
     case X_REGION: o->region = a; return 0;
     case X_JSON: o->json = a; return 0;
     case X_PLOT: o->plot = a; return 0;
+    case X_DELETE: o->del_mode = 1; return 0;
+    case X_DELBATCH:
+        if (unum(a, "delete-batch", 1, &o->del_batch) != 0)
+            return -1;
+        if (o->del_batch <= DEL_BATCH_MAX)
+            return 0;
+        fprintf(stderr, "mgbench expiry: --delete-batch: at most %d\n", DEL_BATCH_MAX);
+        return -1;
     case X_HELP: usage(stdout); exit(0);
     default: usage(stderr); return -1;
     }
@@ -1319,6 +1483,7 @@ int mgb_expiry_main(int argc, char **argv)
     o.stall_s = 30;
     o.poll_s = 0.25;
     o.tolerance = 1.10;
+    o.del_batch = DEL_BATCH_MAX;
     o.concurrency = 32;
     long nproc = sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = nproc > 0 ? (unsigned)nproc : 1;
@@ -1386,7 +1551,7 @@ int mgb_expiry_main(int argc, char **argv)
     print_report(stdout, rs, n, &o);
     fflush(stdout);
     int rv = ok == (int)n ? 0 : 1;
-    if (ok && o.json && write_json(o.json, rs, n) != 0)
+    if (ok && o.json && write_json(o.json, rs, n, &o) != 0)
         rv = 1;
     if (ok && o.plot && write_plot(o.plot, rs, n, &o) != 0)
         rv = 1;

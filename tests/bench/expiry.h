@@ -36,6 +36,12 @@ double mgb_exp_recover_s(const struct mgb_exp_sample *s, size_t n, double t_end,
  * metric is absent. */
 int mgb_exp_metric(const char *text, const char *name, double *out);
 
+struct mg_buf;
+
+/* The DeleteObjects body (Quiet) for keys[0..n) into out (reset first); keys hold no XML
+ * special characters (the scenario's names). Returns out's length. */
+size_t mgb_exp_delete_body(struct mg_buf *out, const char *const *keys, size_t n);
+
 /* The subcommand: argv[0] is "expiry". Returns the exit status. */
 int mgb_expiry_main(int argc, char **argv);
 
