@@ -1024,7 +1024,24 @@ static int stripe_id_cmp(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static int list_stripes(struct eng_rados *r, struct stripe_id **out, size_t *n_out)
+int eng__rados_seg_in(const uint64_t *segs, size_t nsegs, uint64_t seg)
+{
+    size_t lo = 0, hi = nsegs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (segs[mid] == seg)
+            return 1;
+        if (segs[mid] < seg)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* Every stripe object of the namespace whose segment is one of segs (sorted; NULL: all). */
+static int list_stripes(struct eng_rados *r, const uint64_t *segs, size_t nsegs,
+                        struct stripe_id **out, size_t *n_out)
 {
     rados_list_ctx_t ctx;
     int rv = rados_nobjects_list_open(r->io, &ctx);
@@ -1035,7 +1052,8 @@ static int list_stripes(struct eng_rados *r, struct stripe_id **out, size_t *n_o
     const char *name;
     while ((rv = rados_nobjects_list_next(ctx, &name, NULL, NULL)) == 0) {
         struct stripe_id id;
-        if (eng__rados_name_parse(name, &id.seg, &id.off, &id.idx) != 0)
+        if (eng__rados_name_parse(name, &id.seg, &id.off, &id.idx) != 0 ||
+            (segs != NULL && !eng__rados_seg_in(segs, nsegs, id.seg)))
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 1024;
@@ -1103,9 +1121,15 @@ struct hdr_fetch {
  * offset) order: 100,000 blobs cost ~1 s of header reads instead of ~30 s. */
 int eng_rados_foreach(struct eng_rados *r, eng_blob_foreach_cb cb, void *ctx)
 {
+    return eng_rados_foreach_segments(r, NULL, 0, cb, ctx);
+}
+
+int eng_rados_foreach_segments(struct eng_rados *r, const uint64_t *segs, size_t nsegs,
+                               eng_blob_foreach_cb cb, void *ctx)
+{
     struct stripe_id *v;
     size_t n, next = 0;
-    int rv = list_stripes(r, &v, &n);
+    int rv = list_stripes(r, segs, nsegs, &v, &n);
     if (rv != 0)
         return rv;
     struct hdr_fetch win[HDR_WINDOW];

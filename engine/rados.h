@@ -128,6 +128,14 @@ size_t eng_rados_retire_backlog(struct eng_rados *r);
  * unless this open is still writing it (then it is skipped). cb runs on the calling thread
  * with no lock held. Memory: 24 B per stripe object. Returns 0, MG_EIO, or cb's value. */
 int eng_rados_foreach(struct eng_rados *r, eng_blob_foreach_cb cb, void *ctx);
+/* As eng_rados_foreach, but only the blobs whose segment (writer id) is one of segs[0..nsegs)
+ * (ascending; NULL: every segment). The others are skipped while listing: no header read and
+ * no memory for them. A cluster node's orphan collector walks its own writer ids this way
+ * (meta/orphan.c). */
+int eng_rados_foreach_segments(struct eng_rados *r, const uint64_t *segs, size_t nsegs,
+                               eng_blob_foreach_cb cb, void *ctx);
+/* 1 if seg is in segs[0..nsegs) (ascending), else 0 (tests; the filter above). */
+int eng__rados_seg_in(const uint64_t *segs, size_t nsegs, uint64_t seg);
 
 struct eng_rados_stats {
     uint64_t stripes_written;   /* stripe write ops completed, since open */

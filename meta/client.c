@@ -19,6 +19,7 @@
 
 #define MG_MODULE "meta"
 #include "meta/cluster.h"
+#include "meta/orphan.h"
 
 /* ------------------------------------------------------------ op objects */
 
@@ -204,7 +205,12 @@ static void on_wake(uv_async_t *h)
     while (p != NULL) {
         struct meta__op_priv *next = p->next;
         p->next = NULL;
-        meta__op_exec(rt, p->op);
+        /* A cluster: the orphan collector's claim, before the router may forward the op. */
+        if (rt->shards != NULL && rt->shards->cl != NULL &&
+            meta__orphan_submit(rt->ms, p->op) != 0)
+            meta__op_complete(p->op, MG_EIO);
+        else
+            meta__op_exec(rt, p->op);
         p = next;
     }
     if (stopping && !uv_is_active((uv_handle_t *)&rt->stop_timer) && rt->shards != NULL &&
@@ -390,6 +396,8 @@ void meta__op_complete(struct meta_op *op, int status)
     op->status = status;
     if (p->client != NULL) {
         struct meta_client *c = p->client;
+        if (meta_store_clustered(c->ms))
+            meta__orphan_done(c->ms, op, status);
         pthread_mutex_lock(&c->lock);
         meta__fifo_push(&c->head, &c->tail, p);
         pthread_mutex_unlock(&c->lock);
@@ -402,28 +410,45 @@ void meta__op_complete(struct meta_op *op, int status)
     pthread_mutex_unlock(p->mu);
 }
 
-int meta__op_run_sync(struct meta_store *ms, struct meta_op *op)
+int meta__op_run_sync_many(struct meta_store *ms, struct meta_op **ops, size_t n)
 {
-    struct meta__op_priv *p = op->priv;
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-    p->mu = &mu;
-    p->cv = &cv;
-    p->client = NULL;
-    p->finished = 0;
-    p->submitted = 1;
-    int rv = enqueue(meta__rt_get(ms), p, 0);
-    if (rv == 0) {
-        pthread_mutex_lock(&mu);
-        while (!p->finished)
-            pthread_cond_wait(&cv, &mu);
-        pthread_mutex_unlock(&mu);
-        rv = op->status;
+    int first = 0;
+    size_t queued = 0;
+    for (; queued < n; queued++) {
+        struct meta__op_priv *p = ops[queued]->priv;
+        p->mu = &mu;
+        p->cv = &cv;
+        p->client = NULL;
+        p->finished = 0;
+        p->submitted = 1;
+        int rv = enqueue(meta__rt_get(ms), p, 0);
+        if (rv != 0) {
+            p->submitted = 0;
+            first = rv;
+            break;
+        }
     }
-    p->submitted = 0;
-    p->mu = NULL;
-    p->cv = NULL;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < queued; i++)
+        while (!ops[i]->priv->finished)
+            pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+    for (size_t i = 0; i < queued; i++) {
+        struct meta__op_priv *p = ops[i]->priv;
+        if (first == 0 && ops[i]->status != 0)
+            first = ops[i]->status;
+        p->submitted = 0;
+        p->mu = NULL;
+        p->cv = NULL;
+    }
     pthread_cond_destroy(&cv);
     pthread_mutex_destroy(&mu);
-    return rv;
+    return first;
+}
+
+int meta__op_run_sync(struct meta_store *ms, struct meta_op *op)
+{
+    return meta__op_run_sync_many(ms, &op, 1);
 }

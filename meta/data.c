@@ -22,6 +22,7 @@
 #include "engine/rados.h"
 #include "meta/data.h"
 #include "meta/op.h"
+#include "meta/orphan.h"
 
 #define COPY_CHUNK_BYTES (1u << 20)
 
@@ -261,17 +262,21 @@ int meta__blobs_open(struct meta_store *ms, char *errmsg)
                                    .user = ro->user,
                                    .nspace = ro->nspace != NULL ? ro->nspace
                                                                 : getenv("MG_RADOS_NAMESPACE")};
-        /* A cluster's nodes write one namespace but each holds only some shards' blob
-         * index: a walk here would condemn blobs other shards reference. Until a
-         * cluster-wide collector exists (TODO(#10)), foreach refuses (MG_EBUSY: the orphan
-         * collector stops for the run, fsck refuses). opts.cluster is valid during open. */
+        /* A cluster's nodes write one namespace: a node's walk of all of it would condemn
+         * blobs that other nodes' ops in flight are about to commit. So foreach (fsck)
+         * refuses on a cluster node (MG_EBUSY), and the orphan collector walks only this
+         * node's own writer ids (meta__blob_foreach_writers, meta/orphan.c "In a
+         * cluster"), which it finds in the 0x01 'W' rows written here. opts.cluster is
+         * valid during open. */
         ms->blobs_shared = ms->opts.cluster != NULL && ms->opts.cluster->n > 1;
-        if (ms->blobs_shared)
-            mg_log(MG_LOG_WARN,
-                   "event=blob_walk_off reason=cluster nodes=%u: no orphan "
-                   "collection on a shared RADOS namespace yet",
-                   ms->opts.cluster->n);
-        return eng_rados_open(&o, &ms->rados, errmsg);
+        int rv = eng_rados_open(&o, &ms->rados, errmsg);
+        if (rv == 0 && ms->blobs_shared &&
+            (rv = meta__orphan_writer_record(ms, eng_rados_writer_id(ms->rados))) != 0) {
+            snprintf(errmsg, 256, "cannot record the RADOS writer id: %s", mg_err_name(rv));
+            eng_rados_close(ms->rados);
+            ms->rados = NULL;
+        }
+        return rv;
     }
     char path[4096];
     snprintf(path, sizeof(path), "%s/blobs", ms->data_dir);
@@ -285,6 +290,11 @@ void meta__blobs_close(struct meta_store *ms)
     eng_rados_close(ms->rados);
     ms->bs = NULL;
     ms->rados = NULL;
+}
+
+uint64_t meta__blobs_writer_id(struct meta_store *ms)
+{
+    return ms->rados != NULL ? eng_rados_writer_id(ms->rados) : 0;
 }
 
 void meta__blobs_stats(struct meta_store *ms, struct eng_blob_stats *out)
@@ -424,6 +434,14 @@ size_t meta__blob_retire_backlog(struct meta_store *ms)
 {
     return ms->rados != NULL ? eng_rados_retire_backlog(ms->rados)
                              : eng_blob_retire_backlog(ms->bs);
+}
+
+int meta__blob_foreach_writers(struct meta_store *ms, const uint64_t *ids, size_t n,
+                               eng_blob_foreach_cb cb, void *ctx)
+{
+    if (ms->rados == NULL)
+        return MG_EINVALIDARGUMENT;
+    return eng_rados_foreach_segments(ms->rados, ids, n, cb, ctx);
 }
 
 int meta__blob_foreach(struct meta_store *ms, eng_blob_foreach_cb cb, void *ctx)

@@ -25,6 +25,8 @@ struct meta_store;
  * MG_ECONFIG). */
 int meta__blobs_open(struct meta_store *ms, char *errmsg);
 void meta__blobs_close(struct meta_store *ms);
+/* The RADOS writer id of this open (the segment of every blob it writes); 0 without RADOS. */
+uint64_t meta__blobs_writer_id(struct meta_store *ms);
 /* The blob counters for meta_stats (a RADOS store maps its own onto them; segments,
  * disk_bytes and fsyncs, which it has no equivalent of, stay 0). */
 void meta__blobs_stats(struct meta_store *ms, struct eng_blob_stats *out);
@@ -46,5 +48,9 @@ void meta__blob_retire(struct meta_store *ms, const struct eng_blob_ref *ref);
 size_t meta__blob_retire_backlog(struct meta_store *ms);
 /* MG_EBUSY on a cluster of more than one node (see meta__blobs_open in data.c). */
 int meta__blob_foreach(struct meta_store *ms, eng_blob_foreach_cb cb, void *ctx);
+/* A cluster node's orphan collector: the RADOS blobs whose segment is one of ids[0..n)
+ * (ascending), whoever wrote them. MG_EINVALIDARGUMENT without RADOS. */
+int meta__blob_foreach_writers(struct meta_store *ms, const uint64_t *ids, size_t n,
+                               eng_blob_foreach_cb cb, void *ctx);
 
 #endif

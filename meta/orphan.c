@@ -64,6 +64,49 @@
  * (segment numbers are never reused, freed headers are marked, refs carry the
  * epoch). Value, big-endian: segment, offset, length u64, crc32c, flags u32,
  * written (wall ms) u64.
+ *
+ * In a cluster (issue 10; 2 or 3 nodes sharing one RADOS namespace). The
+ * argument above rests on one meta thread seeing every op that can commit a
+ * blob; in a cluster an op is submitted on one node and its body runs on the
+ * shard leader, maybe another node. What changes:
+ *   - Partition by writer. A RADOS blob's segment is the writer id its process
+ *     took at open (engine/rados.c, never reused), and only that process ever
+ *     submits an op naming it (the gateway writes the data where the request
+ *     arrived, and submits there). Each node records its writer ids (0x01 'W'
+ *     · id, written and flushed at open before any blob, meta/data.c) and
+ *     collects only blobs of those ids (eng_rados_foreach_segments): the
+ *     current process's and every past one's of this node.
+ *   - Current process: claims at submission. meta__orphan_submit, on the meta
+ *     thread as the op enters it and before the router forwards it, records
+ *     the op's blobs as in flight (or refuses the op, MG_EIO, if one is
+ *     condemned: it never leaves the node); meta__orphan_done drops them at the
+ *     op's final completion. DECIDE spares every blob in flight, every blob of
+ *     an op that completed while the pass was deciding, and for one grace
+ *     period every blob of an op that failed (its outcome may be unknown: a
+ *     forwarded op that timed out can still commit, within an election and a
+ *     retry, seconds, far below the 10 min default grace).
+ *   - Fences. An op that completed with success before BEGIN committed before
+ *     it, but this node may not have applied it yet. After BEGIN the pass
+ *     fences shard 0 and then the shard of every bucket (meta_read_fence_create,
+ *     docs/cluster.md "Reads"), so the second index walk reads a RocksDB that
+ *     holds every entry committed before BEGIN. A failed fence condemns
+ *     nothing. This needs every node to replicate every shard: true with at
+ *     most 3 nodes (voters are the 3 lowest ids); with more the collector is
+ *     off (not supported yet).
+ *   - Past processes of this node are dead (this one replaced them), so no new
+ *     op names their blobs; ops they had forwarded may still commit late, up
+ *     to an election plus the router's 10 s deadline after the kill. Their
+ *     blobs are condemned only after a grace counted from a pass of this
+ *     process, so the grace must stay far above that bound (it does: 10 min).
+ *   - Retires. A cluster retires a replaced blob 30 s after its entry applies
+ *     (meta/shard.c, for GETs on other nodes); a crash forgets those. Its 'X'
+ *     row is gone, so the writer node's collector frees it after the grace (a
+ *     grace below 30 s could cut a GET of a replaced object short on another
+ *     node; it can never lose an acknowledged object). Retire intents are not
+ *     replayed in a cluster (a replay would skip the 30 s); intents whose blob
+ *     is not one of this node's are simply dropped, the writer collects it.
+ *   - An unknown outcome does not stop the collector here: the in-flight claims
+ *     and the fences replace the "applied before BEGIN" premise.
  */
 #include <assert.h>
 #include <errno.h>
@@ -78,6 +121,7 @@
 
 #define MG_MODULE "meta"
 #include "common/config.h"
+#include "meta/cluster.h"
 #include "meta/data.h"
 #include "meta/op.h"
 #include "meta/orphan.h"
@@ -106,6 +150,14 @@ struct vec {
     size_t n, cap;
 };
 
+/* A blob of an op submitted on this cluster node: in flight (ended_ms 0), completed while
+ * a pass was deciding (ok), or failed at ended_ms. */
+struct flight {
+    uint64_t seg, off;
+    int64_t ended_ms;
+    int ok;
+};
+
 struct collector {
     struct collector *next;
     struct meta_store *ms;
@@ -125,6 +177,13 @@ struct collector {
     struct vec condemned; /* struct condemned, sorted */
     int unknown;
     int unknown_logged;
+    /* A cluster member (see "In a cluster" above); fixed at start. */
+    int cluster;
+    int off;              /* a cluster of more than 3 nodes: no collection yet */
+    uint64_t wid;         /* this process's writer id */
+    uint64_t *wids;       /* every writer id of this node, ascending */
+    size_t nwids;
+    struct vec flights;   /* struct flight: meta thread, under g_mu */
     pthread_mutex_t stats_mu;
     struct meta_orphan_stats st;
 };
@@ -384,6 +443,22 @@ static int run_op(struct collector *c, int phase, struct live *cands, size_t n)
     return rv;
 }
 
+/* DECIDE in a cluster (g_mu held): every flight is claimed; then those that completed while
+ * deciding, and failed ones past the grace, are forgotten. */
+static void flights_claim(struct collector *c, int64_t now)
+{
+    struct flight *f = c->flights.p;
+    size_t w = 0;
+    for (size_t i = 0; i < c->flights.n; i++) {
+        struct seen s = {.seg = f[i].seg, .off = f[i].off};
+        vec_push(&c->claims, &s, sizeof s);
+        if (f[i].ended_ms == 0 ||
+            (!f[i].ok && now - f[i].ended_ms < (int64_t)c->o.grace_ms))
+            f[w++] = f[i];
+    }
+    c->flights.n = w;
+}
+
 int meta__orphan_do(struct meta_store *ms, struct meta_op *op)
 {
     (void)ms;
@@ -392,12 +467,14 @@ int meta__orphan_do(struct meta_store *ms, struct meta_op *op)
     int64_t now = meta_orphan_now_ms();
     pthread_mutex_lock(&g_mu);
     int rv = 0;
-    if (c->unknown && rq->phase == PHASE_BEGIN) {
+    if (c->unknown && !c->cluster && rq->phase == PHASE_BEGIN) {
         rv = MG_EBUSY;
     } else if (rq->phase == PHASE_BEGIN) {
         c->deciding = 1;
         c->claims.n = 0;
     } else {
+        if (c->cluster)
+            flights_claim(c, now);
         /* Claimed between BEGIN and now: spared. */
         if (c->claims.n > 1)
             qsort(c->claims.p, c->claims.n, sizeof(struct seen), cmp_seen);
@@ -413,7 +490,7 @@ int meta__orphan_do(struct meta_store *ms, struct meta_op *op)
         c->condemned.n = w;
         size_t before = c->condemned.n;
         /* After an unknown outcome (between BEGIN and now) nothing is condemned. */
-        size_t ncand = c->unknown || !c->deciding ? 0 : rq->n;
+        size_t ncand = (c->unknown && !c->cluster) || !c->deciding ? 0 : rq->n;
         for (size_t i = 0; i < ncand; i++) {
             struct live *l = &rq->cands[i];
             struct seen key = {.seg = l->ref.segment, .off = l->ref.offset};
@@ -446,7 +523,23 @@ static const struct meta_data *new_data_of(const struct meta_op *op)
     return NULL;
 }
 
-int meta__orphan_claim(struct meta_store *ms, const struct meta_op *op)
+static void count_refused(struct collector *c)
+{
+    pthread_mutex_lock(&c->stats_mu);
+    c->st.puts_refused++;
+    pthread_mutex_unlock(&c->stats_mu);
+}
+
+/* The extents of op's new data that this process wrote (a cluster's remote-origin ops carry
+ * other nodes' blobs, which their own nodes track). */
+static int own_blob(const struct collector *c, const struct eng_blob_ref *r)
+{
+    return c->cluster && r->segment == c->wid;
+}
+
+/* meta__orphan_claim (submit 0: every blob; claimed while a pass decides) and
+ * meta__orphan_submit (1: this process's blobs; in flight until meta__orphan_done). */
+static int claim(struct meta_store *ms, const struct meta_op *op, int submit)
 {
     const struct meta_data *d = new_data_of(op);
     if (d == NULL || d->nextents == 0)
@@ -456,18 +549,21 @@ int meta__orphan_claim(struct meta_store *ms, const struct meta_op *op)
     struct collector *c = find_locked(ms);
     for (size_t i = 0; c != NULL && i < d->nextents && rv == 0; i++) {
         const struct eng_blob_ref *r = &d->extents[i].ref;
-        if (condemned_find(c, r->segment, r->offset) != NULL) {
+        if ((!submit || own_blob(c, r)) && condemned_find(c, r->segment, r->offset) != NULL)
             rv = MG_EIO;
-        } else if (c->deciding) {
+    }
+    for (size_t i = 0; c != NULL && i < d->nextents && rv == 0; i++) {
+        const struct eng_blob_ref *r = &d->extents[i].ref;
+        if (submit && own_blob(c, r)) {
+            struct flight f = {.seg = r->segment, .off = r->offset};
+            vec_push(&c->flights, &f, sizeof f);
+        } else if (!submit && c->deciding) {
             struct seen s = {.seg = r->segment, .off = r->offset};
             vec_push(&c->claims, &s, sizeof s);
         }
     }
-    if (rv != 0) {
-        pthread_mutex_lock(&c->stats_mu);
-        c->st.puts_refused++;
-        pthread_mutex_unlock(&c->stats_mu);
-    }
+    if (rv != 0)
+        count_refused(c);
     pthread_mutex_unlock(&g_mu);
     if (rv != 0)
         mg_log(MG_LOG_ERROR, "event=put_refused reason=blob_collected seg=%" PRIx64
@@ -475,11 +571,49 @@ int meta__orphan_claim(struct meta_store *ms, const struct meta_op *op)
     return rv;
 }
 
+int meta__orphan_claim(struct meta_store *ms, const struct meta_op *op)
+{
+    return claim(ms, op, 0);
+}
+
+int meta__orphan_submit(struct meta_store *ms, const struct meta_op *op)
+{
+    return claim(ms, op, 1);
+}
+
+void meta__orphan_done(struct meta_store *ms, const struct meta_op *op, int status)
+{
+    const struct meta_data *d = new_data_of(op);
+    if (d == NULL || d->nextents == 0)
+        return;
+    int64_t now = meta_orphan_now_ms();
+    pthread_mutex_lock(&g_mu);
+    struct collector *c = find_locked(ms);
+    for (size_t i = 0; c != NULL && i < d->nextents; i++) {
+        const struct eng_blob_ref *r = &d->extents[i].ref;
+        if (!own_blob(c, r))
+            continue;
+        struct flight *f = c->flights.p;
+        for (size_t j = c->flights.n; j-- > 0;) {
+            if (f[j].seg != r->segment || f[j].off != r->offset || f[j].ended_ms != 0)
+                continue;
+            if (status == 0 && !c->deciding) {
+                f[j] = f[--c->flights.n]; /* committed before any later BEGIN: its fences */
+            } else {
+                f[j].ended_ms = now;
+                f[j].ok = status == 0;
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
+}
+
 void meta__orphan_unknown_outcome(struct meta_store *ms)
 {
     pthread_mutex_lock(&g_mu);
     struct collector *c = find_locked(ms);
-    if (c != NULL) {
+    if (c != NULL && !c->cluster) {
         c->unknown = 1;
         if (!c->unknown_logged)
             mg_log(MG_LOG_WARN, "event=orphan_collector_off reason=unknown_outcome: an "
@@ -523,20 +657,55 @@ static size_t update_seen(struct collector *c, struct live *v, size_t n, int64_t
     return ne;
 }
 
+/* Fences for the walk after BEGIN in a cluster: shard 0 first (the bucket table), then every
+ * bucket's shard, FENCE_WINDOW fences at a time (they share each shard's read index). Returns
+ * 0, or the first fence's failure (MG_ESLOWDOWN, MG_ESHUTDOWN) or MG_EIO. */
+#define FENCE_WINDOW 64u
+static int fence_all(struct meta_store *ms)
+{
+    struct meta_op *f = meta_read_fence_create(ms, (struct mg_str){"", 0});
+    if (f == NULL)
+        return 0; /* not (or no longer) clustered */
+    int rv = meta__op_run_sync(ms, f);
+    meta_op_destroy(f);
+    struct mg_arena a;
+    mg_arena_init(&a);
+    struct meta_bucket *bs = NULL;
+    size_t n = 0;
+    if (rv == 0)
+        rv = meta_bucket_list(ms, (struct mg_str){"", 0}, &a, &bs, &n);
+    struct meta_op *ops[FENCE_WINDOW];
+    for (size_t i = 0; rv == 0 && i < n; i += FENCE_WINDOW) {
+        size_t m = n - i < FENCE_WINDOW ? n - i : FENCE_WINDOW;
+        for (size_t j = 0; j < m; j++) {
+            ops[j] = meta_read_fence_create(ms, bs[i + j].name);
+            ops[j]->in.bucket_id = bs[i + j].id; /* its shard, without a lookup */
+        }
+        rv = meta__op_run_sync_many(ms, ops, m);
+        for (size_t j = 0; j < m; j++)
+            meta_op_destroy(ops[j]);
+    }
+    mg_arena_close(&a);
+    return rv;
+}
+
 static int pass(struct collector *c, int64_t now)
 {
     struct meta_store *ms = c->ms;
+    if (c->off)
+        return MG_EBUSY;
     int64_t t0 = meta_orphan_now_ms();
     int64_t walk_wall = meta__now_ms();
     struct vec v = {0};
-    int rv = meta__blob_foreach(ms, on_blob, &v);
+    int rv = c->cluster ? meta__blob_foreach_writers(ms, c->wids, c->nwids, on_blob, &v)
+                        : meta__blob_foreach(ms, on_blob, &v);
     struct live *lv = v.p;
     size_t n = v.n;
     if (rv == 0 && n > 1)
         qsort(lv, n, sizeof *lv, cmp_live);
     if (rv == 0)
         rv = mark_index(ms, lv, n);
-    int replay = !c->replayed;
+    int replay = !c->replayed && !c->cluster; /* a cluster: see "Retires" above */
     if (rv == 0)
         rv = intents_pass(c, lv, n, walk_wall, replay);
     if (rv == 0 && replay)
@@ -550,7 +719,10 @@ static int pass(struct collector *c, int64_t now)
     if (ne > 0) {
         rv = run_op(c, PHASE_BEGIN, NULL, 0);
         if (rv == 0) {
-            int mrv = mark_index(ms, lv, ne); /* after BEGIN: sees every op that ran before */
+            /* after BEGIN: sees every op that ran before (in a cluster: once fenced) */
+            int mrv = c->cluster ? fence_all(ms) : 0;
+            if (mrv == 0)
+                mrv = mark_index(ms, lv, ne);
             if (meta__orphan_test_before_decide != NULL)
                 meta__orphan_test_before_decide(ms);
             /* DECIDE always runs after a BEGIN, to end the claiming window (a failed walk
@@ -628,6 +800,88 @@ static void *collector_main(void *arg)
     return NULL;
 }
 
+/* --------------------------------------------------- writer ids (a cluster) */
+
+void meta__orphan_writer_key(uint8_t key[META_ORPHAN_WRITER_KEY_LEN], uint64_t id)
+{
+    key[0] = META_K_SYS;
+    key[1] = META_SYS_WRITER;
+    put_be(key + 2, id, 8);
+}
+
+int meta__orphan_writer_decode(const void *key, size_t len, uint64_t *id)
+{
+    const uint8_t *k = key;
+    if (len != META_ORPHAN_WRITER_KEY_LEN || k[0] != META_K_SYS || k[1] != META_SYS_WRITER)
+        return MG_ECORRUPT;
+    *id = meta__get_u64(k + 2);
+    return 0;
+}
+
+int meta__orphan_writer_record(struct meta_store *ms, uint64_t id)
+{
+    uint8_t k[META_ORPHAN_WRITER_KEY_LEN], v[8];
+    meta__orphan_writer_key(k, id);
+    put_be(v, (uint64_t)meta__now_ms(), 8);
+    struct eng_batch *b = eng_batch_create();
+    eng_batch_put(b, ENG_CF_META, k, sizeof k, v, sizeof v);
+    int rv = eng_batch_commit(ms->db, b, 0);
+    eng_batch_destroy(b);
+    /* RocksDB's WAL is off (the Raft log is the WAL): only a flush makes the row durable,
+     * and it must be before the first blob of this id exists. At open the memtable holds
+     * nothing else yet, so the flush is one small file. */
+    if (rv == 0)
+        rv = eng_db_flush(ms->db);
+    return rv;
+}
+
+/* Every writer id recorded on this node, ascending (the keys sort so). */
+static void writers_load(struct collector *c)
+{
+    uint8_t lo[2] = {META_K_SYS, META_SYS_WRITER}, hi[2] = {META_K_SYS, META_SYS_WRITER + 1};
+    struct eng_iter *it = eng_iter_create(c->ms->db, ENG_CF_META, lo, 2, hi, 2);
+    struct vec v = {0};
+    for (; eng_iter_valid(it); eng_iter_next(it)) {
+        size_t kl;
+        const char *k = eng_iter_key(it, &kl);
+        uint64_t id;
+        if (meta__orphan_writer_decode(k, kl, &id) == 0)
+            vec_push(&v, &id, sizeof id);
+    }
+    int rv = eng_iter_status(it);
+    eng_iter_destroy(it);
+    if (rv != 0) {
+        mg_log(MG_LOG_ERROR, "event=orphan_writers_unreadable err=%s: collector off",
+               mg_err_name(rv));
+        c->off = 1;
+    }
+    c->wids = v.p;
+    c->nwids = v.n;
+}
+
+/* From start, on a cluster member with RADOS (meta/data.c recorded this process's id). */
+static void cluster_init(struct collector *c)
+{
+    struct meta_store *ms = c->ms;
+    unsigned nodes = ms->opts.cluster != NULL ? ms->opts.cluster->n : 0;
+    c->cluster = 1;
+    c->wid = meta__blobs_writer_id(ms);
+    if (nodes > META_ORPHAN_CLUSTER_NODES_MAX) {
+        mg_log(MG_LOG_WARN, "event=orphan_collector_off reason=cluster nodes=%u: a node "
+               "holds only some shards past %u nodes (not supported yet)", nodes,
+               META_ORPHAN_CLUSTER_NODES_MAX);
+        c->off = 1;
+        return;
+    }
+    writers_load(c);
+    if (c->o.grace_ms < META_ORPHAN_CLUSTER_GRACE_WARN_MS)
+        mg_log(MG_LOG_WARN, "event=orphan_grace_short grace_ms=%u: in a cluster a grace "
+               "under %u ms can cut short a GET of a replaced object on another node",
+               c->o.grace_ms, META_ORPHAN_CLUSTER_GRACE_WARN_MS);
+    mg_log(MG_LOG_INFO, "event=orphan_collector_cluster nodes=%u writer_id=%" PRIu64
+           " writer_ids=%zu", nodes, c->wid, c->nwids);
+}
+
 /* A millisecond knob, at most UINT32_MAX. */
 static uint32_t env_ms(const char *name, uint32_t dflt)
 {
@@ -654,11 +908,14 @@ int meta_orphan_start(struct meta_store *ms, const struct meta_orphan_opts *opts
     pthread_mutex_init(&c->pass_mu, NULL);
     pthread_mutex_init(&c->stats_mu, NULL);
     atomic_init(&c->stop, 0);
+    if (ms->blobs_shared)
+        cluster_init(c);
     pthread_mutex_lock(&g_mu);
     c->next = g_list;
     g_list = c;
     pthread_mutex_unlock(&g_mu);
-    if (c->o.period_ms > 0 && pthread_create(&c->thread, NULL, collector_main, c) == 0)
+    if (c->o.period_ms > 0 && !c->off &&
+        pthread_create(&c->thread, NULL, collector_main, c) == 0)
         c->has_thread = 1;
     mg_log(MG_LOG_INFO, "event=orphan_collector period_ms=%u grace_ms=%u thread=%d",
            c->o.period_ms, c->o.grace_ms, c->has_thread);
@@ -693,6 +950,8 @@ void meta_orphan_stop(struct meta_store *ms)
     mg_free(c->seen);
     mg_free(c->claims.p);
     mg_free(c->condemned.p);
+    mg_free(c->flights.p);
+    mg_free(c->wids);
     mg_free(c);
 }
 

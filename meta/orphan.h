@@ -19,6 +19,7 @@
 #ifndef MG_META_ORPHAN_H
 #define MG_META_ORPHAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "meta/meta.h"
@@ -66,6 +67,21 @@ int64_t meta_orphan_now_ms(void); /* the clock meta_orphan_pass expects */
 
 /* ------------------------------------------------------ hooks (meta thread) */
 
+/* A cluster member (meta/orphan.c, "In a cluster"): the collector walks only this node's
+ * RADOS writer ids, fences every shard before it decides, and spares the blobs of ops this
+ * node submitted and that have not completed (or failed less than a grace ago). */
+#define META_ORPHAN_CLUSTER_NODES_MAX 3u /* every node replicates every shard up to here */
+#define META_ORPHAN_CLUSTER_GRACE_WARN_MS 30000u /* meta/shard.c's delayed retire in a cluster */
+/* client.c, a cluster node's meta thread, as op enters it and before the router forwards it:
+ * MG_EIO if one of its blobs was collected (complete it with that, unrouted), else 0 (its
+ * blobs of this process are in flight until meta__orphan_done). */
+int meta__orphan_submit(struct meta_store *ms, const struct meta_op *op);
+/* client.c meta__op_complete, a cluster node, an op's final completion with status. */
+void meta__orphan_done(struct meta_store *ms, const struct meta_op *op, int status);
+/* client.c: run n ops as meta__op_run_sync does, all queued at once; returns 0 or the first
+ * failure (in ops order). */
+int meta__op_run_sync_many(struct meta_store *ms, struct meta_op **ops, size_t n);
+
 /* The collector's private op type (never from meta_op_create; runs as a quiesce op). */
 #define META_OP__ORPHAN ((enum meta_op_type)(META_OP__COUNT + 0x40))
 /* exec.c run_body: the body of META_OP__ORPHAN. */
@@ -91,6 +107,16 @@ extern void (*meta__orphan_test_before_decide)(struct meta_store *ms);
 /* ------------------------------------------------------- keys (key.c) */
 
 #define META_SYS_RETIRE 'R' /* 0x01 'R' · segment u64 · offset u64 -> intent */
+/* 0x01 'W' · writer id u64 (big-endian) -> wall ms of the open that took it (u64): every RADOS
+ * writer id a process of this cluster node took, written and flushed at open (meta/data.c)
+ * before the first blob of that id. */
+#define META_SYS_WRITER 'W'
+#define META_ORPHAN_WRITER_KEY_LEN 10
+void meta__orphan_writer_key(uint8_t key[META_ORPHAN_WRITER_KEY_LEN], uint64_t id);
+/* Parse a 0x01 'W' key. Returns 0 or MG_ECORRUPT. */
+int meta__orphan_writer_decode(const void *key, size_t len, uint64_t *id);
+/* Write and flush the row of id. Returns 0 or the engine's error (MG_EIO, MG_ENOSPC). */
+int meta__orphan_writer_record(struct meta_store *ms, uint64_t id);
 void meta__key_retire_intent(struct mg_buf *k, const struct eng_blob_ref *ref);
 void meta__key_retire_intents_range(struct mg_buf *lo, struct mg_buf *hi);
 /* Parse 0x03 · bucket-id · 'X' · segment · offset. Returns 0 or MG_ECORRUPT. */

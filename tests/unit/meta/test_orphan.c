@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "engine/rados.h"
 #include "meta/internal.h"
 #include "meta/orphan.h"
 
@@ -330,6 +331,57 @@ static void test_keys(void **state)
     mg_buf_close(&hi);
 }
 
+/* A cluster node's writer-id rows (0x01 'W' · id): the decoder reads what the builder wrote,
+ * refuses other rows, the keys sort by id, and a recorded row is in the store. */
+static void test_writer_rows(void **state)
+{
+    struct ofx *f = *state;
+    uint8_t k1[META_ORPHAN_WRITER_KEY_LEN], k2[META_ORPHAN_WRITER_KEY_LEN];
+    meta__orphan_writer_key(k1, 255);
+    meta__orphan_writer_key(k2, 256);
+    assert_true(memcmp(k1, k2, sizeof k1) < 0); /* big-endian: ascending ids, ascending keys */
+    uint64_t id = 0;
+    assert_int_equal(meta__orphan_writer_decode(k2, sizeof k2, &id), 0);
+    assert_int_equal(id, 256);
+    assert_int_equal(meta__orphan_writer_decode(k2, sizeof k2 - 1, &id), MG_ECORRUPT);
+    struct eng_blob_ref r = {.segment = 256, .offset = 1};
+    struct mg_buf k;
+    mg_buf_init(&k);
+    meta__key_retire_intent(&k, &r); /* 0x01 'R': another node-local row */
+    assert_int_equal(meta__orphan_writer_decode(k.base, META_ORPHAN_WRITER_KEY_LEN, &id),
+                     MG_ECORRUPT);
+    mg_buf_close(&k);
+    assert_int_equal(meta__orphan_writer_record(f->ms, 0x1122334455667788ull), 0);
+    uint8_t lo[2] = {META_K_SYS, META_SYS_WRITER}, hi[2] = {META_K_SYS, META_SYS_WRITER + 1};
+    struct eng_iter *it = eng_iter_create(f->ms->db, ENG_CF_META, lo, 2, hi, 2);
+    size_t n = 0;
+    for (; eng_iter_valid(it); eng_iter_next(it)) {
+        size_t kl;
+        const char *key = eng_iter_key(it, &kl);
+        assert_int_equal(meta__orphan_writer_decode(key, kl, &id), 0);
+        assert_true(id == 0x1122334455667788ull);
+        n++;
+    }
+    eng_iter_destroy(it);
+    assert_int_equal(n, 1);
+}
+
+/* The segment filter of eng_rados_foreach_segments: membership in an ascending id list. */
+static void test_segment_filter(void **state)
+{
+    (void)state;
+    const uint64_t ids[] = {3, 9, 10, 4000000000ull};
+    assert_false(eng__rados_seg_in(ids, 0, 3));
+    assert_false(eng__rados_seg_in(NULL, 0, 3));
+    for (size_t i = 0; i < 4; i++)
+        assert_true(eng__rados_seg_in(ids, 4, ids[i]));
+    const uint64_t out[] = {0, 1, 2, 4, 8, 11, 3999999999ull, 4000000001ull, UINT64_MAX};
+    for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+        assert_false(eng__rados_seg_in(ids, 4, out[i]));
+    assert_true(eng__rados_seg_in(ids, 1, 3));
+    assert_false(eng__rados_seg_in(ids, 1, 9));
+}
+
 int main(void)
 {
     mg_log_set_level("warn");
@@ -341,6 +393,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_intent_written_and_cleared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_intent_replayed_after_crash, setup, teardown),
         cmocka_unit_test(test_keys),
+        cmocka_unit_test_setup_teardown(test_writer_rows, setup, teardown),
+        cmocka_unit_test(test_segment_filter),
     };
     return cmocka_run_group_tests_name("orphan", tests, NULL, NULL);
 }
