@@ -455,9 +455,11 @@ static void on_step_done(struct meta_op *op)
         sp->resend_ms = 0;
         return;
     }
-    sp->splits++;
-    mg_log(MG_LOG_INFO, "event=split_done shard=%u child=%u at=%llu", sp->cmd.parent,
-           sp->cmd.child, (unsigned long long)sp->cmd.at);
+    if (step == META_SPLIT_STEP_FINISH)
+        sp->splits++;
+    mg_log(MG_LOG_INFO, "event=split_%s shard=%u child=%u at=%llu",
+           step == META_SPLIT_STEP_FINISH ? "done" : "abandoned", sp->cmd.parent, sp->cmd.child,
+           (unsigned long long)sp->cmd.at);
     sp->state = SP_IDLE;
     sp->next_check_ms = 0; /* look again at once: another shard may be past the threshold */
 }
@@ -585,6 +587,9 @@ int meta__split_do(struct meta_store *ms, struct meta_op *op)
                 meta__ws_put(ws, k.base, k.len, s, (size_t)len);
             }
         }
+    } else if (op->in.mask == META_SPLIT_STEP_ABANDON) {
+        meta__key_cluster_shard(&k, c->child);
+        meta__ws_delete(ws, k.base, k.len);
     } else {
         const uint32_t ids[2] = {c->parent, c->child};
         for (unsigned i = 0; i < 2; i++) {
@@ -710,6 +715,18 @@ void meta__split_tick(struct meta__shards *ss)
         if (applied_here(ss, &sp->cmd)) {
             sp->state = SP_FINISHING;
             submit_step(ss, META_SPLIT_STEP_FINISH);
+            return;
+        }
+        /* The parent is past the epoch the command names and the child is not here: another
+         * split of the parent came first in its log (this manager chose from a layout that
+         * lagged), so this command is refused on every replica, now and on every replay.
+         * Its id was never used anywhere: its 'H' row goes. (A parent not here yet, or still
+         * below the epoch, is this node lagging: wait.) */
+        const struct meta__shard *p =
+            sp->cmd.parent < ss->n ? &ss->shards[sp->cmd.parent] : NULL;
+        if (p != NULL && p->present && p->epoch > sp->cmd.parent_epoch) {
+            sp->state = SP_FINISHING;
+            submit_step(ss, META_SPLIT_STEP_ABANDON);
             return;
         }
         if (!sp->entry_inflight && now >= sp->resend_ms) {

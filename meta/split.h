@@ -25,6 +25,7 @@ void meta__key_sys_split(struct mg_buf *k);
 #define META_OP__SPLIT ((enum meta_op_type)(META_OP__COUNT + 0x43))
 #define META_SPLIT_STEP_MARK 1   /* allocate the child id: its 'H' row, state=splitting */
 #define META_SPLIT_STEP_FINISH 2 /* the parent's and the child's 'H' rows as applied */
+#define META_SPLIT_STEP_ABANDON 3 /* the child's 'H' row goes: its split can never apply */
 
 struct meta__layout_shard {
     uint32_t id;    /* 1..META_SHARDS_MAX-1 */
