@@ -168,6 +168,7 @@ void meta__ov_add(struct meta_overlay *ov, const struct meta_ws_record *rec, uin
         break;
     }
     case META_WS_RETIRE:
+    case META_WS_RESULT:
         break;
     }
 }

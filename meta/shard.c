@@ -36,6 +36,7 @@
 #include "common/config.h"
 #include "common/fs.h"
 #include "meta/cluster.h"
+#include "meta/opcodec.h"
 #include "meta/orphan.h"
 #include "meta/remote.h"
 #include "meta/shard.h"
@@ -165,9 +166,43 @@ static struct meta_dedup_slot *dedup_find(struct meta__shards *ss, uint64_t id, 
     struct meta_dedup_slot *d = empty != NULL ? empty : evict;
     if (!insert || d == NULL)
         return NULL; /* insert with the window all in flight: run without dedup (logged) */
+    mg_free(d->result);
     memset(d, 0, sizeof(*d));
     d->id = id;
     return d;
+}
+
+/* A retry answered from slot d: its status, and in a cluster the first attempt's results
+ * (upload id, ETag, checksum, mtime, ...), which the retry's client needs as much as the
+ * status: without them a CreateMultipartUpload retried across a failover answered an empty
+ * UploadId. */
+static int dedup_answer(const struct meta_dedup_slot *d, struct meta_op *op)
+{
+    int status = d->status;
+    if (d->result != NULL &&
+        meta__opcodec_decode_out(d->result, d->result_len, op, &status) != 0) {
+        mg_log(MG_LOG_ERROR, "event=dedup_result_corrupt request_id=%llu",
+               (unsigned long long)d->id);
+        return MG_EIO; /* our own bytes, checked by their CRC: never answer half a result */
+    }
+    return status;
+}
+
+/* The results an op's entry carries for the dedup tables (RESULT record): op->out without
+ * what no response uses and what would double the entry (inline bytes, extents, user
+ * metadata, tags, part lists). */
+static void dedup_result_encode(const struct meta_op *op, struct mg_buf *out)
+{
+    struct meta_op t = *op;
+    struct meta_object *o = &t.out.object;
+    o->data = (struct meta_data){.size = o->data.size};
+    o->user_meta = NULL;
+    o->nuser_meta = 0;
+    o->tags = NULL;
+    o->ntags = 0;
+    o->parts = NULL;
+    o->nparts = 0;
+    meta__opcodec_encode_out(&t, 0, out);
 }
 
 int meta__dedup_begin(struct meta__shards *ss, struct meta_op *op, int *status)
@@ -178,7 +213,7 @@ int meta__dedup_begin(struct meta__shards *ss, struct meta_op *op, int *status)
     struct meta_dedup_slot *d = dedup_find(ss, id, 0);
     if (d != NULL && d->done) {
         ss->dedup_hits++;
-        *status = d->status;
+        *status = dedup_answer(d, op);
         return 1;
     }
     if (d != NULL) {
@@ -209,20 +244,31 @@ void meta__dedup_finish(struct meta__shards *ss, struct meta_op *op, int status,
     while (w != NULL) {
         struct meta__op_priv *next = w->next;
         w->next = NULL;
-        meta__op_complete(w->op, status);
+        meta__op_complete(w->op, appended ? dedup_answer(d, w->op) : status);
         w = next;
+    }
+    if (!appended) {
+        mg_free(d->result);
+        d->result = NULL;
     }
 }
 
 /* An applied entry with a request id (any replica, replay included) is a finished op. */
-static void dedup_applied(struct meta__shards *ss, uint64_t id)
+static void dedup_applied(struct meta__shards *ss, uint64_t id, struct mg_str result)
 {
-    if (id == 0 || dedup_find(ss, id, 0) != NULL)
-        return; /* known: this node's own op in flight (it records its outcome) or done */
-    struct meta_dedup_slot *d = dedup_find(ss, id, 1);
-    if (d != NULL) {
-        d->done = 1;
+    if (id == 0)
+        return;
+    struct meta_dedup_slot *d = dedup_find(ss, id, 0);
+    if (d == NULL && (d = dedup_find(ss, id, 1)) != NULL) {
+        d->done = 1; /* another node's op: it succeeded, since its entry applied */
         d->status = 0;
+    }
+    /* This node's own op in flight records its outcome itself; its results come from here
+     * too, so that retries queued behind it get them. */
+    if (d != NULL && d->result == NULL && result.len > 0) {
+        d->result = mg_malloc(result.len);
+        memcpy(d->result, result.base, result.len);
+        d->result_len = (uint32_t)result.len;
     }
 }
 
@@ -417,8 +463,11 @@ static int on_apply(void *data, uint64_t index, const void *buf, size_t len, voi
     struct eng_batch *b = eng_batch_create();
     size_t pos = 0;
     struct meta_ws_record r;
+    struct mg_str outcome = {NULL, 0};
     while (meta__ws_next(buf, len, &pos, &r) == 1) {
-        if (r.type == META_WS_PUT)
+        if (r.type == META_WS_RESULT)
+            outcome = r.value;
+        else if (r.type == META_WS_PUT)
             eng_batch_put(b, ENG_CF_META, r.key.base, r.key.len, r.value.base, r.value.len);
         else if (r.type == META_WS_DEL)
             eng_batch_delete(b, ENG_CF_META, r.key.base, r.key.len);
@@ -445,7 +494,7 @@ static int on_apply(void *data, uint64_t index, const void *buf, size_t len, voi
     }
     s->applied = index;
     atomic_fetch_add(&s->ss->applied_entries, 1);
-    dedup_applied(s->ss, h.request_id);
+    dedup_applied(s->ss, h.request_id, outcome);
     side_effects(s->ss, buf, len);
     if (s->ss->cl != NULL) /* after the side effects: a released read sees the caches too */
         meta__fence_applied(s);
@@ -921,6 +970,8 @@ static void on_host_closed(struct mraft_host *h, void *data)
     struct meta__rt *rt = ss->rt;
     meta__ov_close(&ss->ov);
     meta__cluster_destroy(ss->cl);
+    for (size_t i = 0; i < META_DEDUP_SLOTS; i++)
+        mg_free(ss->dedup[i].result);
     mg_free(ss->dedup);
     mg_free(ss->pub);
     pthread_mutex_destroy(&ss->stats_lock);
@@ -1185,7 +1236,15 @@ static struct pending *make_pending(struct meta__shards *ss, struct meta_op *op,
         .range_epoch = p->s->epoch,
         .timestamp_ms = meta__now_ms(),
     };
-    meta__ws_encode(ws, &h, &p->entry);
+    if (ss->cl != NULL && h.request_id != 0) { /* every replica's dedup table answers with it */
+        struct mg_buf res;
+        mg_buf_init(&res);
+        dedup_result_encode(op, &res);
+        meta__ws_encode_result(ws, &h, res.base, res.len, &p->entry);
+        mg_buf_close(&res);
+    } else {
+        meta__ws_encode(ws, &h, &p->entry);
+    }
     return p;
 }
 

@@ -76,6 +76,9 @@ struct meta_dedup_slot {
     int done;                       /* 0: the first op is still in flight */
     int status;                     /* its outcome, once done */
     struct meta__op_priv *waiters;  /* retries that arrived while it was in flight */
+    char *result;                   /* cluster: its results (opcodec "out", trimmed), from the
+                                       entry's RESULT record; NULL: status only */
+    uint32_t result_len;
 };
 
 struct meta__cluster; /* cluster.h */

@@ -98,12 +98,21 @@ void meta__ws_retire(struct meta_ws *ws, const struct eng_blob_ref *ref)
     ws->n++;
 }
 
+void meta__ws_result(struct meta_ws *ws, const void *v, size_t vl)
+{
+    assert(vl <= META_WS_VALUE_MAX);
+    uint8_t t = META_WS_RESULT;
+    mg_buf_append(&ws->recs, &t, 1);
+    put_bytes(&ws->recs, v, vl);
+    ws->n++;
+}
+
 size_t meta__ws_count(const struct meta_ws *ws)
 {
     size_t pos = 0, rows = 0;
     struct meta_ws_record r;
     while (meta__ws_next_builder(ws, &pos, &r) == 1)
-        rows += r.type != META_WS_RETIRE;
+        rows += r.type != META_WS_RETIRE && r.type != META_WS_RESULT;
     return rows;
 }
 
@@ -122,14 +131,25 @@ void meta__ws_add(struct meta_ws *ws, const struct meta_ws_record *r)
     case META_WS_RETIRE:
         meta__ws_retire(ws, &r->ref);
         break;
+    case META_WS_RESULT:
+        meta__ws_result(ws, r->value.base, r->value.len);
+        break;
     }
 }
 
 void meta__ws_encode(const struct meta_ws *ws, const struct meta_ws_header *h,
                      struct mg_buf *out)
 {
+    meta__ws_encode_result(ws, h, NULL, 0, out);
+}
+
+void meta__ws_encode_result(const struct meta_ws *ws, const struct meta_ws_header *h,
+                            const void *result, size_t rlen, struct mg_buf *out)
+{
+    assert(rlen <= META_WS_VALUE_MAX);
+    size_t extra = result != NULL ? 1 + 4 + rlen : 0;
     size_t start = out->len;
-    mg_buf_reserve(out, META_WS_HEADER_BYTES + ws->recs.len + 4);
+    mg_buf_reserve(out, META_WS_HEADER_BYTES + ws->recs.len + extra + 4);
     mg_buf_append(out, "MGWS", 4);
     const uint8_t vf[4] = {META_WS_VERSION, 0, 0, 0};
     mg_buf_append(out, vf, 4);
@@ -137,10 +157,15 @@ void meta__ws_encode(const struct meta_ws *ws, const struct meta_ws_header *h,
     put_u32(out, h->shard_id);
     put_u32(out, h->range_epoch);
     put_u64(out, (uint64_t)h->timestamp_ms);
-    put_u32(out, ws->n);
-    put_u32(out, (uint32_t)ws->recs.len);
+    put_u32(out, ws->n + (result != NULL));
+    put_u32(out, (uint32_t)(ws->recs.len + extra));
     assert(out->len - start == META_WS_HEADER_BYTES);
     mg_buf_append(out, ws->recs.base, ws->recs.len);
+    if (result != NULL) {
+        uint8_t t = META_WS_RESULT;
+        mg_buf_append(out, &t, 1);
+        put_bytes(out, result, rlen);
+    }
     /* libraft 0.15's segment reader expects every entry's data padded to 8 bytes (its
      * writer does not pad): zeros up to a multiple of 8 including the CRC. */
     static const uint8_t zeros[8];
@@ -201,6 +226,9 @@ static int next_record(const uint8_t *p, size_t len, size_t *pos, struct meta_ws
         r->ref.crc32c = get_u32(p + *pos + 24);
         r->ref.flags = get_u32(p + *pos + 28);
         *pos += 32;
+        break;
+    case META_WS_RESULT:
+        rv = take_bytes(p, len, pos, META_WS_VALUE_MAX, &r->value);
         break;
     default:
         return MG_ECORRUPT;

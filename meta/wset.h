@@ -13,6 +13,9 @@
  *     DEL        klen u32, key
  *     DELRANGE   klen u32, start, elen u32, end        ([start, end))
  *     RETIRE     a blob ref: segment u64, offset u64, length u64, crc32c u32, flags u32
+ *     RESULT     vlen u32, the op's outcome as meta__opcodec_encode_out writes it (a
+ *                cluster's last entry of an op with a request id: every replica's dedup
+ *                table answers a retry with it, shard.c)
  *   zero padding so the entry is a multiple of 8 bytes (libraft 0.15's segment reader
  *   assumes padded entry data) | crc32c u32 of every byte before it
  *
@@ -40,6 +43,7 @@ enum meta_ws_rec {
     META_WS_DEL = 2,
     META_WS_DELRANGE = 3,
     META_WS_RETIRE = 4,
+    META_WS_RESULT = 5,
 };
 
 struct meta_ws_header {
@@ -54,7 +58,7 @@ struct meta_ws_header {
 struct meta_ws_record {
     enum meta_ws_rec type;
     struct mg_str key;   /* PUT, DEL; DELRANGE: start */
-    struct mg_str value; /* PUT; DELRANGE: end */
+    struct mg_str value; /* PUT; DELRANGE: end; RESULT: the encoded outcome */
     struct eng_blob_ref ref; /* RETIRE */
 };
 
@@ -71,7 +75,8 @@ void meta__ws_delete(struct meta_ws *ws, const void *k, size_t kl);
 void meta__ws_delete_range(struct meta_ws *ws, const void *start, size_t sl, const void *end,
                            size_t el);
 void meta__ws_retire(struct meta_ws *ws, const struct eng_blob_ref *ref);
-/* Rows (not retires) in ws: 0 means nothing to propose. */
+void meta__ws_result(struct meta_ws *ws, const void *v, size_t vl);
+/* Rows (not retires or results) in ws: 0 means nothing to propose. */
 size_t meta__ws_count(const struct meta_ws *ws);
 
 /* Append one record (as decoded) to ws. */
@@ -80,6 +85,9 @@ void meta__ws_add(struct meta_ws *ws, const struct meta_ws_record *r);
 /* Encode header + the records of ws into out (appended). */
 void meta__ws_encode(const struct meta_ws *ws, const struct meta_ws_header *h,
                      struct mg_buf *out);
+/* The same with one RESULT record (result, rlen) after the records of ws; result NULL: none. */
+void meta__ws_encode_result(const struct meta_ws *ws, const struct meta_ws_header *h,
+                            const void *result, size_t rlen, struct mg_buf *out);
 
 /* Validate an entry; on success *h is its header. Returns 0 or MG_ECORRUPT. */
 int meta__ws_decode(const void *buf, size_t len, struct meta_ws_header *h);

@@ -25,6 +25,7 @@
 #include <raft.h>
 #include <raft/fixture.h>
 
+#include "meta/opcodec.h"
 #include "meta/shard.h"
 #include "raft/internal.h"
 #include "tests/unit/meta/test_meta.h"
@@ -90,6 +91,8 @@ static void node_destroy(struct node *nd)
 {
     meta_store_close(nd->ms);
     nftw(nd->dir, on_rm, 16, FTW_DEPTH | FTW_PHYS);
+    for (size_t i = 0; i < META_DEDUP_SLOTS; i++)
+        mg_free(nd->ss->dedup[i].result);
     mg_free(nd->ss->dedup);
     mg_free(nd->ss);
     mg_free(nd);
@@ -486,6 +489,60 @@ static void test_partitioned_leader(void **state)
     }
 }
 
+/* ---- (c) a retry answered by another replica ---------------------------------------- */
+
+/* The router retries an op whose outcome it could not learn (its leader died after the
+ * append) at the next leader, under the same request id. That replica never ran the op: all
+ * it has is the entry. The retry must get the first attempt's results, not only its status:
+ * a CreateMultipartUpload answered "done" without its upload id gives the client an empty
+ * UploadId (and an upload nobody can name). */
+static void test_retry_gets_first_result(void **state)
+{
+    struct cluster *c = *state;
+    start(c);
+    struct meta_op *first = meta_op_create(META_OP_MPU_CREATE);
+    first->in.request_id = 300;
+    first->out.upload_id = str_of("Zx9-upload-id-of-the-first-attempt_00", 37);
+    first->out.object.etag = str_of("\"d41d8cd98f00b204e9800998ecf8427e\"", 34);
+    first->out.object.mtime_ms = 1764600000123;
+    struct mg_buf res, e, k;
+    mg_buf_init(&res);
+    mg_buf_init(&e);
+    mg_buf_init(&k);
+    meta__opcodec_encode_out(first, 0, &res);
+    struct meta_ws *ws = meta__ws_create();
+    row_key(&k, "mpu");
+    meta__ws_put(ws, k.base, k.len, "upload", 6);
+    struct meta_ws_header h = {.request_id = 300, .shard_id = SHARD_ID, .range_epoch = 1,
+                               .timestamp_ms = 1};
+    meta__ws_encode_result(ws, &h, res.base, res.len, &e);
+    meta__ws_destroy(ws);
+    struct pr p;
+    memset(&p, 0, sizeof(p));
+    p.req.data = &p;
+    assert_int_equal(mraft_group_propose(&c->n[0]->g, &p.req, e.base, e.len, on_prop, NULL), 0);
+    assert_true(raft_fixture_step_until(&c->f, until_done, &p, STEP_MS));
+    assert_int_equal(p.status, 0);
+    assert_true(raft_fixture_step_until_applied(&c->f, N_NODES, p.index, STEP_MS));
+    for (unsigned i = 1; i < N_NODES; i++) { /* the followers: the next leaders */
+        struct meta_op *retry = meta_op_create(META_OP_MPU_CREATE);
+        retry->in.request_id = 300;
+        int status = -1;
+        assert_int_equal(meta__dedup_begin(c->n[i]->ss, retry, &status), 1);
+        assert_int_equal(status, 0);
+        assert_int_equal(retry->out.upload_id.len, first->out.upload_id.len);
+        assert_memory_equal(retry->out.upload_id.base, first->out.upload_id.base,
+                            first->out.upload_id.len);
+        assert_int_equal(retry->out.object.etag.len, first->out.object.etag.len);
+        assert_int_equal(retry->out.object.mtime_ms, 1764600000123);
+        meta_op_destroy(retry);
+    }
+    meta_op_destroy(first);
+    mg_buf_close(&res);
+    mg_buf_close(&e);
+    mg_buf_close(&k);
+}
+
 int test_shard_fixture_run(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +551,8 @@ int test_shard_fixture_run(void)
         cmocka_unit_test_setup_teardown(test_deposed_before_replicating, cluster_setup,
                                         cluster_teardown),
         cmocka_unit_test_setup_teardown(test_partitioned_leader, cluster_setup,
+                                        cluster_teardown),
+        cmocka_unit_test_setup_teardown(test_retry_gets_first_result, cluster_setup,
                                         cluster_teardown),
     };
     return cmocka_run_group_tests_name("shard_fixture", tests, NULL, NULL);

@@ -21,6 +21,7 @@ static void build(struct mg_buf *out, struct meta_ws_header *h)
     struct eng_blob_ref ref = {.segment = 7, .offset = 4096, .length = 1 << 20, .crc32c = 0xdead};
     meta__ws_retire(ws, &ref);
     meta__ws_put(ws, "k3", 2, "", 0);
+    meta__ws_result(ws, "out", 3);
     assert_int_equal(meta__ws_count(ws), 4);
     *h = (struct meta_ws_header){.request_id = 42, .shard_id = 3, .range_epoch = 9,
                                  .timestamp_ms = 1764600000000};
@@ -40,7 +41,7 @@ static void test_roundtrip(void **state)
     assert_int_equal(d.shard_id, 3);
     assert_int_equal(d.range_epoch, 9);
     assert_int_equal(d.timestamp_ms, 1764600000000);
-    assert_int_equal(d.nrecords, 5);
+    assert_int_equal(d.nrecords, 6);
     size_t pos = 0;
     struct meta_ws_record r;
     assert_int_equal(meta__ws_next(e.base, e.len, &pos, &r), 1);
@@ -58,6 +59,10 @@ static void test_roundtrip(void **state)
     assert_int_equal(r.ref.crc32c, 0xdead);
     assert_int_equal(meta__ws_next(e.base, e.len, &pos, &r), 1);
     assert_int_equal(r.value.len, 0);
+    assert_int_equal(meta__ws_next(e.base, e.len, &pos, &r), 1);
+    assert_int_equal(r.type, META_WS_RESULT);
+    assert_int_equal(r.value.len, 3);
+    assert_memory_equal(r.value.base, "out", 3);
     assert_int_equal(meta__ws_next(e.base, e.len, &pos, &r), 0);
     mg_buf_close(&e);
 }
