@@ -18,7 +18,9 @@ spares the blobs of ops it submitted that have not completed.
   blob of a PUT in flight on a remote leader). Afterwards every key reads back
   as its last acknowledged write, byte for byte, the collectors have freed the
   replaced blobs (long before the 30 s delayed retire), and the namespace holds
-  exactly the referenced stripes.
+  exactly the referenced stripes. Meanwhile a data shard's leader is frozen
+  (SIGSTOP, 3 s every 6 s), so ops the other nodes forwarded to it stay in
+  flight across whole passes of their own node's collector.
 
 Shown to fail without the fix: with the collector off on a cluster (the code
 before it) kill9_orphans keeps the orphans; with meta__orphan_submit's claim
@@ -29,6 +31,7 @@ Needs a Ceph: MG_TEST_DATA_RADOS (deploy/ceph-up's data.rados.json), else skippe
 import json
 import os
 import random
+import signal
 import subprocess
 import threading
 import time
@@ -46,6 +49,8 @@ BIG = 12 << 20
 SECONDS = float(os.environ.get("MG_CLUSTER_ORPHANS_SECONDS", "20"))
 PERIOD_MS = 200
 GRACE_KILL_MS = 3000
+FREEZE_EVERY_S = 6.0
+FREEZE_S = 3.0
 
 
 def stripes_of(size):
@@ -252,13 +257,33 @@ class ClusterOrphans(mgtest.S3TestCase):
                 with clock:
                     counts["failed" if not ok else rec[1]] += 1
 
+        freezes = []
+
+        def freezer():
+            # The leader of a data shard stops (SIGSTOP) for FREEZE_S every FREEZE_EVERY_S:
+            # ops the other nodes forward to it stay in flight until a new leader commits
+            # them, longer than a pass of their own node's collector takes, so only the
+            # submission claims keep their blobs (a zero grace makes them candidates).
+            while not stop.wait(FREEZE_EVERY_S):
+                led = self.cluster.shard_leaders()
+                data = [k for s, k in sorted(led.items()) if s != 0]
+                if not data:
+                    continue
+                k = data[0]
+                self.cluster.kill(k, signal.SIGSTOP)
+                freezes.append(k)
+                time.sleep(FREEZE_S)
+                self.cluster.kill(k, signal.SIGCONT)
+
         threads = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(6)]
+        threads.append(threading.Thread(target=freezer, daemon=True))
         for t in threads:
             t.start()
         time.sleep(SECONDS)
         stop.set()
         for t in threads:
             t.join(60)
+        self.cluster.wait_led()
 
         problems = []
         for i, (key, ops) in enumerate(sorted(hist.items())):
@@ -283,8 +308,9 @@ class ClusterOrphans(mgtest.S3TestCase):
         refused = self.metric_sum("metagate_orphan_puts_refused_total")
         print("# no_loss_under_churn: %.0f s, %d PUT, %d DELETE, %d GET, %d failed; %d keys "
               "checked, %d problems; %d replaced/orphan blobs freed by the collectors, %d PUTs "
-              "refused" % (SECONDS, counts["put"], counts["del"], counts["get"],
-                           counts["failed"], len(hist), len(problems), freed, refused))
+              "refused; data shard leader frozen %d times (nodes %s)"
+              % (SECONDS, counts["put"], counts["del"], counts["get"], counts["failed"],
+                 len(hist), len(problems), freed, refused, len(freezes), freezes))
         self.assertEqual(problems, [], "\n".join(problems[:20]))
         self.assertGreater(counts["put"], 50)
         self.assertGreater(freed, 0, "the collectors freed nothing")
