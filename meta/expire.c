@@ -18,9 +18,8 @@
  * every committed row in the run must be an expiring entry of this batch and
  * no pending write (the overlay) may fall in it; a PUT that executes after
  * the op applies after the tombstone (one thread, one log). Otherwise: point
- * deletes. Their due rows (due · key) and time index rows (mtime · key) are
- * contiguous too for timestamp-prefixed keys, and go the same way, each
- * table's runs guarded alike.
+ * deletes. Their due rows (due · key) are contiguous too for timestamp-prefixed
+ * keys, and go the same way, guarded alike.
  * re-index (META_OP_LC_REINDEX) walks the bucket's entries after a rules
  * change, writing due rows only (the entry is not rewritten, so it does not
  * record them: such a row may outlive its entry's write or delete, and is
@@ -649,7 +648,7 @@ static int committed_neighbours(struct meta_store *ms, struct mg_str *const *k, 
 }
 
 /* Delete k[i..j) (one run): a range tombstone when guarded, else point deletes. Counted in out
- * when count (the entries' run; due and time index rows are not counted). */
+ * when count (the entries' run; due rows are not counted). */
 static void delete_run(struct meta_store *ms, struct meta_ws *b, struct mg_str *const *k,
                        size_t i, size_t j, int count, struct mg_buf *hi,
                        struct meta_expire_result *out)
@@ -710,17 +709,17 @@ static struct mg_str arena_key(struct mg_arena *a, const struct mg_buf *scratch)
 }
 
 /* Delete the expiring entries x[0..m) (sorted by key) with their rows. Timestamp-prefixed keys
- * expire in runs, and so do their due rows (due · key) and time index rows (mtime · key): each
- * of the three tables gets its own guarded runs, so a batch of a dense prefix writes a few
- * range tombstones instead of one tombstone per row. read_adj: the entries were read by the
- * reader's iterator, so x[i]->prev_row tells their committed neighbours. */
+ * expire in runs, and so do their due rows (due · key): each of the two tables gets its own
+ * guarded runs, so a batch of a dense prefix writes a few range tombstones instead of one
+ * tombstone per row. read_adj: the entries were read by the reader's iterator, so
+ * x[i]->prev_row tells their committed neighbours. */
 static int delete_expiring(struct meta_store *ms, uint64_t bucket_id, struct meta_ws *b,
                            struct exp_item **x, size_t m, int read_adj, struct mg_arena *a,
                            struct meta_expire_result *out)
 {
     if (m == 0)
         return 0;
-    struct mg_str *keys = mg_arena_alloc(a, 2 * m * sizeof(*keys));
+    struct mg_str *keys = mg_arena_alloc(a, m * sizeof(*keys));
     struct mg_str **k = mg_arena_alloc(a, m * sizeof(*k));
     int *contig = read_adj ? mg_arena_alloc(a, m * sizeof(*contig)) : NULL;
     struct mg_buf scratch;
@@ -733,18 +732,15 @@ static int delete_expiring(struct meta_store *ms, uint64_t bucket_id, struct met
         scratch.len = 0;
         meta__key_due(&scratch, bucket_id, x[i]->in->due_ms, x[i]->in->key);
         keys[i] = arena_key(a, &scratch);
-        scratch.len = 0;
-        meta__key_time_index(&scratch, bucket_id, x[i]->cur.mtime_ms, x[i]->in->key);
-        keys[m + i] = arena_key(a, &scratch);
         k[i] = &x[i]->okey;
         if (contig != NULL && i + 1 < m)
             contig[i] = x[i + 1]->prev_row == x[i];
     }
     mg_buf_close(&scratch);
     int rv = delete_keys(ms, b, k, m, contig, 1, out);
-    for (size_t t = 0; rv == 0 && t < 2; t++) { /* due rows, then time index rows */
+    if (rv == 0) { /* the due rows */
         for (size_t i = 0; i < m; i++)
-            k[i] = &keys[t * m + i];
+            k[i] = &keys[i];
         qsort(k, m, sizeof(*k), cmp_str_p);
         rv = delete_keys(ms, b, k, m, NULL, 0, out);
     }

@@ -248,7 +248,7 @@ int meta__bucket_id(struct meta_store *ms, struct mg_str name, uint64_t *id);
 int meta__get(struct meta_store *ms, enum eng_cf cf, const struct mg_buf *key, struct mg_buf *val,
               int *found);
 
-/* Index rows for an object's data (blob index) and creation time (time index). */
+/* Index rows for an object's data (blob index; the time index is no longer written, store.c). */
 void meta__index_put(struct meta_ws *b, uint64_t bucket_id, struct mg_str name,
                      const struct meta_object *o);
 void meta__index_delete(struct meta_ws *b, uint64_t bucket_id, struct mg_str name,

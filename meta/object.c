@@ -4,8 +4,8 @@
  * update (tags, acl), run on the meta thread (docs/ops.md), plus the reads
  * (get) and copy, which run on the caller's thread. A body reads the current
  * entry (the pending-write overlay first), builds one write set — the entry
- * row plus its time- and blob-index rows, all in the bucket's own key range
- * (0x03·id·'M'/'T'/'X', meta/internal.h), so they ride in the same Raft entry
+ * row plus its blob-index and due rows, all in the bucket's own key range
+ * (0x03·id·'M'/'X'/'D', meta/internal.h), so they ride in the same Raft entry
  * on the same shard — and hands it to the shard. Data a write replaced is
  * retired in that entry (freed when it applies and no reader pins it); data of
  * a failed write is freed before returning: never a half-visible object.

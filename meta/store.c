@@ -139,25 +139,19 @@ void meta__blob_index_delete(struct meta_ws *b, uint64_t bucket_id, const struct
     mg_buf_close(&k);
 }
 
+/* The time index (0x03·id·'T'·mtime·key) is no longer written: nothing read it (lifecycle
+ * uses the due index, expire.c), and each row cost every PUT a write and every delete or
+ * expiry a tombstone. Rows an older binary wrote are inert: nothing reads or deletes them. */
 void meta__index_put(struct meta_ws *b, uint64_t bucket_id, struct mg_str name,
                      const struct meta_object *o)
 {
-    struct mg_buf k;
-    mg_buf_init(&k);
-    meta__key_time_index(&k, bucket_id, o->mtime_ms, name);
-    meta__ws_put(b, k.base, k.len, "", 0);
-    mg_buf_close(&k);
     meta__blob_index_put(b, bucket_id, name, &o->data);
 }
 
 void meta__index_delete(struct meta_ws *b, uint64_t bucket_id, struct mg_str name,
                         const struct meta_object *o)
 {
-    struct mg_buf k;
-    mg_buf_init(&k);
-    meta__key_time_index(&k, bucket_id, o->mtime_ms, name);
-    meta__ws_delete(b, k.base, k.len);
-    mg_buf_close(&k);
+    (void)name;
     meta__blob_index_delete(b, bucket_id, &o->data);
 }
 

@@ -388,11 +388,11 @@ static void test_range_vs_point(void **state)
                                               &res[m]),
                          0);
         assert_int_equal(res[m].expired, 6);
-        /* the due and time index rows went with them (range: in runs, guarded like the
-         * entries); those of logs/04-keep (inside both spans) and logs0 stay */
+        /* the due rows went with them (range: in runs, guarded like the entries); that of
+         * logs/04-keep (inside the span) stays; no time index row is written any more */
         assert_int_equal(due_rows(f, id, NULL, NULL), 1);
         assert_int_equal(due_rows(f, id, "logs/04-keep", NULL), 1);
-        assert_int_equal(table_rows(f, id, META_TBL_TIME), 2);
+        assert_int_equal(table_rows(f, id, META_TBL_TIME), 0);
     }
     f->ms->opts.lc_delete_point = 0;
     assert_int_equal(res[0].range_deletes, 2); /* 01-03 and 05-07: logs/04-keep between */
