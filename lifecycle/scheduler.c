@@ -163,7 +163,11 @@ static long expire_round(struct lc_scheduler *s, const struct meta_bucket *b, si
 }
 
 /* One step of the bucket's re-index walk when it is behind its rules. Returns 1 when it is
- * still behind (pending), 0 when it is done, -1 when stopping. */
+ * still behind (pending), 0 when it is done, -1 when stopping. Without a rate limit on expiry
+ * (lifecycle.max_per_second 0, the default) the step also expires what the new rules make due
+ * now (meta_lc_reindex_expire_step): a rule set on a bucket of old objects then reads each
+ * entry once, instead of writing a due row that the next batch scans, reads back with its
+ * entry and deletes. With a limit every expiry goes through the paced batches. */
 static int reindex_round(struct lc_scheduler *s, const struct meta_bucket *b,
                          struct pass_stats *ps)
 {
@@ -178,9 +182,13 @@ static int reindex_round(struct lc_scheduler *s, const struct meta_bucket *b,
     struct meta_expire_result res;
     if (n == 0)
         return -1;
-    if (meta_lc_reindex_step(s->ms, b->name, n, &res) != 0)
+    int64_t now = s->o.max_per_second == 0 ? wall_ms() : 0;
+    if (meta_lc_reindex_expire_step(s->ms, b->name, n, now, now != 0 ? n : 0, &res) != 0)
         return 1;
     ps->busy |= !res.reindex_busy;
+    if (res.expired > 0)
+        mg_log(MG_LOG_DEBUG, "event=lifecycle_reindex_expired bucket=%.*s expired=%u range=%u",
+               (int)b->name.len, b->name.base, res.expired, res.range_deletes);
     return res.reindex_done ? 0 : 1;
 }
 

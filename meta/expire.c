@@ -433,6 +433,7 @@ struct exp_item {
     struct meta_object cur;   /* the entry now (found) */
     struct mg_str okey;       /* its 'M' key (ACT_EXPIRE; in the op's arena) */
     struct exp_item *prev_row; /* the item whose committed 'M' row is right before its own */
+    int no_row;               /* no due row at (in->due_ms, key): expired by the re-index walk */
 };
 
 static int cmp_exp(const void *x, const void *y)
@@ -711,8 +712,8 @@ static struct mg_str arena_key(struct mg_arena *a, const struct mg_buf *scratch)
 /* Delete the expiring entries x[0..m) (sorted by key) with their rows. Timestamp-prefixed keys
  * expire in runs, and so do their due rows (due · key): each of the two tables gets its own
  * guarded runs, so a batch of a dense prefix writes a few range tombstones instead of one
- * tombstone per row. read_adj: the entries were read by the reader's iterator, so
- * x[i]->prev_row tells their committed neighbours. */
+ * tombstone per row. read_adj: the entries were read by the reader's iterator (or the re-index
+ * walk), so x[i]->prev_row tells their committed neighbours. */
 static int delete_expiring(struct meta_store *ms, uint64_t bucket_id, struct meta_ws *b,
                            struct exp_item **x, size_t m, int read_adj, struct mg_arena *a,
                            struct meta_expire_result *out)
@@ -738,11 +739,13 @@ static int delete_expiring(struct meta_store *ms, uint64_t bucket_id, struct met
     }
     mg_buf_close(&scratch);
     int rv = delete_keys(ms, b, k, m, contig, 1, out);
-    if (rv == 0) { /* the due rows */
+    if (rv == 0) { /* the due rows (of the items that have one) */
+        size_t md = 0;
         for (size_t i = 0; i < m; i++)
-            k[i] = &keys[i];
-        qsort(k, m, sizeof(*k), cmp_str_p);
-        rv = delete_keys(ms, b, k, m, NULL, 0, out);
+            if (!x[i]->no_row)
+                k[md++] = &keys[i];
+        qsort(k, md, sizeof(*k), cmp_str_p);
+        rv = delete_keys(ms, b, k, md, NULL, 0, out);
     }
     out->expired += (uint32_t)m;
     return rv;
@@ -873,7 +876,16 @@ int meta__do_expire_batch(struct meta_store *ms, struct mg_str bucket,
  * step's key range (an op executed before this one, not applied yet) could carry a due time
  * from older rules that the committed scan cannot see: the step then writes nothing and
  * reports busy (the scheduler retries later). Budget: n iterator steps (each entry is decoded
- * from the iterator's value: no point read). */
+ * from the iterator's value: no point read).
+ *
+ * Expiring in the walk (expire_now != 0): an entry the current rules make due at or before
+ * expire_now is expired by the step itself instead of getting a due row, up to expire_max of
+ * them. That is the check expire-batch makes (the committed entry, read under the op's
+ * serialization, with no pending write in the step's range, and the current rules: never
+ * early), made on the read the walk already did. Without it a rule set on a full bucket cost
+ * each due entry a due row written, scanned, read back and range-deleted, and a second read
+ * of its 1 KiB entry. Runs of such entries get one guarded range tombstone as in expire-batch
+ * (the walk visits every committed row of the range, so it knows their neighbours). */
 
 struct reindex_step {
     struct meta_store *ms;
@@ -883,6 +895,11 @@ struct reindex_step {
     uint64_t gen;
     int tags;                 /* a rule has a tag filter: entries are decoded in full */
     struct meta_lc_progress p;
+    int64_t expire_now;       /* expire entries due at or before it in the walk (0: never) */
+    size_t expire_max;        /* at most this many */
+    struct exp_item *xs;      /* those expired: xs[0..nx), in key order */
+    size_t nx;
+    struct exp_item *prev_x;  /* the walk's previous row, when it is one of xs */
 };
 
 /* A rule of cfg filters on tags (the only input of a due time that the entry's summary lacks). */
@@ -894,6 +911,27 @@ static int cfg_uses_tags(const struct lc_config *cfg)
     return 0;
 }
 
+/* Expire the entry the walk is at (cur: decoded from v, as far as the walk needed) with due
+ * time due: it joins r->xs, with its full record (its data is retired, its blob index rows
+ * deleted). prev: the item of the walk's previous row, if any (committed neighbours). */
+static int reindex_expire(struct reindex_step *r, struct mg_str name, const char *v, size_t vl,
+                          const struct meta_object *cur, int64_t due, struct exp_item *prev,
+                          struct mg_arena *a)
+{
+    assert(due != 0 && due <= r->expire_now && r->nx < r->expire_max);
+    struct exp_item *e = &r->xs[r->nx];
+    struct meta_expire_item *in = mg_arena_alloc(a, sizeof(*in));
+    *in = (struct meta_expire_item){.key = name, .due_ms = due, .mtime_ms = cur->mtime_ms};
+    *e = (struct exp_item){.in = in, .idx = r->nx, .act = ACT_EXPIRE, .found = 1,
+                           .cur = *cur, .prev_row = prev, .no_row = cur->lc_due_ms != due};
+    if (!r->tags && meta__object_decode(v, vl, META_REC_OBJECT, a, &e->cur) != 0)
+        return 0; /* the summary decoded, the record does not: fsck's; nothing expired */
+    e->cur.key = name;
+    r->nx++;
+    r->prev_x = e;
+    return 0;
+}
+
 /* Recompute one entry (name, its committed value v) and write its rows when they change. The
  * value comes from the walk's iterator, not a read through the overlay: a pending write in the
  * step's range makes the step write nothing (reindex_walk's busy check), so the committed value
@@ -902,6 +940,8 @@ static int reindex_entry(struct reindex_step *r, struct mg_str name, const char 
                          struct mg_arena *a, struct meta_ws *b)
 {
     struct meta_object cur;
+    struct exp_item *prev = r->prev_x;
+    r->prev_x = NULL; /* set again only when this row is expired too */
     int bad = r->tags ? meta__object_decode(v, vl, META_REC_OBJECT, a, &cur)
                       : meta__object_decode_summary(v, vl, a, &cur); /* no copy of the value */
     if (bad != 0) {
@@ -913,6 +953,8 @@ static int reindex_entry(struct reindex_step *r, struct mg_str name, const char 
     struct meta_object upd = cur;
     upd.lc_due_ms = r->cfg != NULL ? due_of(r->ms, r->cfg, &cur) : 0;
     upd.lc_gen = upd.lc_due_ms != 0 ? r->gen : 0;
+    if (upd.lc_due_ms != 0 && upd.lc_due_ms <= r->expire_now && r->nx < r->expire_max)
+        return reindex_expire(r, name, v, vl, &cur, upd.lc_due_ms, prev, a);
     if (upd.lc_due_ms == cur.lc_due_ms)
         return 0;
     /* Only the due rows change: the entry keeps the due time it was written with. A row the
@@ -943,8 +985,10 @@ static int reindex_walk(struct reindex_step *r, size_t n, struct mg_arena *a, st
         const char *k = eng_iter_key(it, &kl);
         uint64_t bid, parent;
         struct mg_str name;
-        if (meta__key_object_decode(k, kl, &bid, &parent, &name) != 0 || parent != 0)
+        if (meta__key_object_decode(k, kl, &bid, &parent, &name) != 0 || parent != 0) {
+            r->prev_x = NULL; /* a committed row between two expiring entries */
             continue;
+        }
         size_t vl;
         const char *v = eng_iter_value(it, &vl);
         last = (struct mg_str){mg_arena_dup(a, name.base, name.len), name.len};
@@ -973,8 +1017,23 @@ static int reindex_walk(struct reindex_step *r, size_t n, struct mg_arena *a, st
     return rv;
 }
 
+/* Delete what the walk expired (r->xs, in key order) in b, as expire-batch does, and retire
+ * their data. Only for a step whose writes are kept (not busy). */
+static int reindex_expire_all(struct reindex_step *r, struct mg_arena *a, struct meta_ws *b,
+                              struct meta_expire_result *out)
+{
+    struct exp_item **x = mg_arena_alloc(a, r->nx * sizeof(*x));
+    for (size_t i = 0; i < r->nx; i++)
+        x[i] = &r->xs[i];
+    assert(r->nx > 0 && !out->reindex_busy);
+    int rv = delete_expiring(r->ms, r->bucket_id, b, x, r->nx, 1, a, out);
+    for (size_t i = 0; rv == 0 && i < r->nx; i++)
+        meta__data_retire(r->ms, &x[i]->cur.data);
+    return rv;
+}
+
 int meta__do_lc_reindex(struct meta_store *ms, struct mg_str bucket, size_t n,
-                        struct meta_expire_result *out)
+                        int64_t expire_now_ms, size_t expire_max, struct meta_expire_result *out)
 {
     memset(out, 0, sizeof(*out));
     if (n == 0 || n > LC_REINDEX_STEP_MAX)
@@ -1013,8 +1072,14 @@ int meta__do_lc_reindex(struct meta_store *ms, struct mg_str bucket, size_t n,
         r.p.reindex_done = out->reindex_done = 1;
         r.p.reindex_key = (struct mg_str){NULL, 0};
     } else if (rv == 0) {
+        r.expire_max = expire_max < n ? expire_max : n;
+        r.expire_now = r.expire_max > 0 ? expire_now_ms : 0;
+        if (r.expire_now != 0)
+            r.xs = mg_arena_alloc(&a, r.expire_max * sizeof(*r.xs));
         rv = reindex_walk(&r, n, &a, b, out);
     }
+    if (rv == 0 && !out->reindex_busy && r.nx > 0)
+        rv = reindex_expire_all(&r, &a, b, out);
     if (rv == 0 && !out->reindex_busy) {
         progress_write(b, r.bucket_id, &r.p);
         rv = meta__shard_apply(&ms->shard, b);
@@ -1038,7 +1103,8 @@ int meta__do_lifecycle(struct meta_store *ms, struct meta_op *op)
         return meta__do_expire_batch(ms, op->in.bucket, op->in.expire, op->in.nexpire,
                                      op->in.now_ms, op->in.lc_epoch, &op->out.expire);
     assert(op->type == META_OP_LC_REINDEX);
-    return meta__do_lc_reindex(ms, op->in.bucket, op->in.nexpire, &op->out.expire);
+    return meta__do_lc_reindex(ms, op->in.bucket, op->in.nexpire, op->in.now_ms,
+                               (size_t)op->in.lc_epoch, &op->out.expire);
 }
 
 int meta_lc_expire_batch(struct meta_store *ms, struct mg_str bucket,
@@ -1057,16 +1123,25 @@ int meta_lc_expire_batch(struct meta_store *ms, struct mg_str bucket,
     return rv;
 }
 
-int meta_lc_reindex_step(struct meta_store *ms, struct mg_str bucket, size_t n,
-                         struct meta_expire_result *out)
+int meta_lc_reindex_expire_step(struct meta_store *ms, struct mg_str bucket, size_t n,
+                                int64_t expire_now_ms, size_t expire_max,
+                                struct meta_expire_result *out)
 {
     struct meta_op *op = meta_op_create(META_OP_LC_REINDEX);
     op->in.bucket = bucket;
     op->in.nexpire = n;
+    op->in.now_ms = expire_now_ms;
+    op->in.lc_epoch = expire_max;
     int rv = meta__op_run_sync(ms, op);
     *out = rv == 0 ? op->out.expire : (struct meta_expire_result){0};
     meta_op_destroy(op);
     return rv;
+}
+
+int meta_lc_reindex_step(struct meta_store *ms, struct mg_str bucket, size_t n,
+                         struct meta_expire_result *out)
+{
+    return meta_lc_reindex_expire_step(ms, bucket, n, 0, 0, out);
 }
 
 uint64_t meta_lc_load(struct meta_store *ms)

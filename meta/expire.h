@@ -38,8 +38,10 @@ int meta__do_lifecycle(struct meta_store *ms, struct meta_op *op);
 int meta__do_expire_batch(struct meta_store *ms, struct mg_str bucket,
                           const struct meta_expire_item *items, size_t n, int64_t now_ms,
                           uint64_t epoch, struct meta_expire_result *out);
+/* expire_now_ms != 0: entries due at or before it are expired by the step, up to expire_max
+ * (meta_lc_reindex_expire_step). */
 int meta__do_lc_reindex(struct meta_store *ms, struct mg_str bucket, size_t n,
-                        struct meta_expire_result *out);
+                        int64_t expire_now_ms, size_t expire_max, struct meta_expire_result *out);
 
 /* The delete tracker's range length for a key (eng_tracker_range_cb; meta/store.c sets it):
  * due and time index rows by the top 5 bytes of their time, other keys 22 bytes. */

@@ -460,6 +460,15 @@ int meta_lc_expire_batch(struct meta_store *ms, struct mg_str bucket,
  * the walk). Returns as above. */
 int meta_lc_reindex_step(struct meta_store *ms, struct mg_str bucket, size_t n,
                          struct meta_expire_result *out);
+/* As meta_lc_reindex_step, and an entry the current rules make due at or before
+ * expire_now_ms (0: none) is expired by the step itself, with expire-batch's checks and
+ * guarded range deletes, instead of getting a due row, up to expire_max of them (out->expired,
+ * range_deletes, point_deletes count them): a rule set on a bucket full of old objects then
+ * costs one read of each entry. The caller paces them as expiries (the scheduler does this
+ * only without lifecycle.max_per_second). Returns as above. */
+int meta_lc_reindex_expire_step(struct meta_store *ms, struct mg_str bucket, size_t n,
+                                int64_t expire_now_ms, size_t expire_max,
+                                struct meta_expire_result *out);
 
 /* The scheduler's read: up to max due rows of bucket_id with due <= now_ms, in key order from
  * the persisted cursor (meta_lc_progress.sched_*), each with its entry's mtime (0 when the
@@ -541,8 +550,10 @@ struct meta_op {
         const struct meta_expire_item *expire; /* EXPIRE_BATCH (copied at submit) */
         size_t nexpire;                     /* EXPIRE_BATCH: <= META_EXPIRE_BATCH_MAX items;
                                                LC_REINDEX: entries to visit (<= the same) */
-        int64_t now_ms;                     /* EXPIRE_BATCH: "now" for the re-check (0: clock) */
-        uint64_t lc_epoch;                  /* EXPIRE_BATCH: the cursor epoch of the scan */
+        int64_t now_ms;                     /* EXPIRE_BATCH: "now" for the re-check (0: clock);
+                                               LC_REINDEX: expire what is due by then (0: no) */
+        uint64_t lc_epoch;                  /* EXPIRE_BATCH: the cursor epoch of the scan;
+                                               LC_REINDEX: at most this many expired */
     } in;
 
     /* Results (valid in done, until meta_op_destroy). */

@@ -458,6 +458,75 @@ static void test_reindex(void **state)
     assert_int_equal(due_rows(f, id, NULL, NULL), 0);
 }
 
+/* The re-index walk expires what the new rules make due now (meta_lc_reindex_expire_step):
+ * no due row for those, consecutive ones in one guarded range tombstone, an entry not yet due
+ * between them splits the run and gets its row; a recorded row of an expired entry goes with
+ * it; expire_max bounds them (the rest get rows); range or point as configured. */
+static void test_reindex_expires(void **state)
+{
+    struct fx *f = *state;
+    f->ms->opts.lc_day_seconds = 1;
+    struct mg_str b2 = S("bkt-point");
+    assert_int_equal(meta_bucket_create(f->ms, b2, S("owner"), META_ACL_PRIVATE), 0);
+    struct mg_str buckets[2] = {BKT, b2};
+    struct meta_expire_result res[2];
+    for (int m = 0; m < 2; m++) {
+        f->ms->opts.lc_delete_point = m;
+        uint64_t id = bucket_id(f, buckets[m]);
+        struct meta_expire_result r;
+        put(f, buckets[m], "logs/01");
+        put(f, buckets[m], "logs/02");
+        put(f, buckets[m], "logs/03");
+        put(f, buckets[m], "logs/05");
+        put(f, buckets[m], "logs/06");
+        put(f, buckets[m], "other");
+        set_rules(f, buckets[m], XML_LOGS_1DAY);
+        put(f, buckets[m], "logs/00"); /* under the rule again: records its row */
+        usleep(2100 * 1000); /* all of them due (1 s days, rounded up to the next) */
+        put(f, buckets[m], "logs/04"); /* not due yet: splits the run */
+        set_rules(f, buckets[m], XML_LOGS_1DAY); /* a new generation: the walk starts over */
+        assert_int_equal(due_rows(f, id, NULL, NULL), 2); /* logs/00 and 04 record theirs */
+        int64_t now = meta__now_ms();
+        /* a budget of 2: logs/00 and 01 expire, the rest get rows */
+        assert_int_equal(meta_lc_reindex_expire_step(f->ms, buckets[m], 3, now, 2, &r), 0);
+        assert_int_equal(r.reindexed, 3);
+        assert_int_equal(r.expired, 2);
+        assert_false(exists(f, buckets[m], "logs/00"));
+        assert_false(exists(f, buckets[m], "logs/01"));
+        assert_int_equal(due_rows(f, id, "logs/00", NULL), 0);
+        assert_int_equal(due_rows(f, id, "logs/01", NULL), 0);
+        assert_int_equal(due_rows(f, id, "logs/02", NULL), 1); /* over the budget: a row */
+        assert_int_equal(meta_lc_reindex_expire_step(f->ms, buckets[m], 10, now, 10, &res[m]),
+                         0);
+        assert_true(res[m].reindex_done);
+        assert_int_equal(res[m].expired, 3); /* 03 | 05 06: the walk resumed after logs/02 */
+        for (const char *const *k = (const char *const[]){"logs/03", "logs/05", "logs/06", NULL};
+             *k != NULL; k++)
+            assert_false(exists(f, buckets[m], *k));
+        assert_true(exists(f, buckets[m], "logs/04"));
+        assert_true(exists(f, buckets[m], "other"));
+        /* logs/02 got a row in the first step: the batches expire it */
+        assert_true(exists(f, buckets[m], "logs/02"));
+        struct meta_expire_item items[4];
+        uint64_t epoch;
+        assert_int_equal(scan(f, id, now, items, 4, &epoch), 1);
+        assert_int_equal(meta_lc_expire_batch(f->ms, buckets[m], items, 1, now, epoch, &r), 0);
+        assert_int_equal(r.expired, 1);
+        assert_false(exists(f, buckets[m], "logs/02"));
+        assert_int_equal(due_rows(f, id, NULL, NULL), 1);
+        assert_int_equal(due_rows(f, id, "logs/04", NULL), 1);
+    }
+    f->ms->opts.lc_delete_point = 0;
+    assert_int_equal(res[0].range_deletes, 1); /* 05 06; 03 alone is a point delete */
+    assert_int_equal(res[0].point_deletes, 1);
+    assert_int_equal(res[1].range_deletes, 0);
+    assert_int_equal(res[1].point_deletes, 3);
+    /* the scheduler's stats count them as expired */
+    struct meta_lifecycle_stats st;
+    meta_lifecycle_stats_get(f->ms, &st);
+    assert_true(st.expired >= 12); /* 2 + 3 + 1 per bucket */
+}
+
 /* The re-index decodes entries in full only when a rule filters on tags (else the summary,
  * which must still carry the due time an entry records, so its old row is replaced). */
 static void test_reindex_decodes(void **state)
@@ -853,6 +922,7 @@ int test_expire_run(void)
         cmocka_unit_test_setup_teardown(test_range_vs_point, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reindex, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reindex_decodes, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reindex_expires, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_reindex_stale_rows, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_same_due, fx_setup, fx_teardown),
         cmocka_unit_test(test_tracker_ranges),
