@@ -593,8 +593,8 @@ void meta__orphan_done(struct meta_store *ms, const struct meta_op *op, int stat
         const struct eng_blob_ref *r = &d->extents[i].ref;
         if (!own_blob(c, r))
             continue;
-        struct flight *f = c->flights.p;
-        for (size_t j = c->flights.n; j-- > 0;) {
+        struct flight *f = c->flights.p; /* oldest first: ops mostly complete in order */
+        for (size_t j = 0; j < c->flights.n; j++) {
             if (f[j].seg != r->segment || f[j].off != r->offset || f[j].ended_ms != 0)
                 continue;
             if (status == 0 && !c->deciding) {

@@ -8,12 +8,14 @@
  *     due, blob index, bucket_of, esc); a key that decodes re-encodes with the builders to
  *     exactly the same bytes (one encoding per row); a key in the retire-intent range is an
  *     intent key (0x01 'R' segment offset) exactly when it has that length, and then
- *     meta__key_retire_intent of its (segment, offset) gives it back;
+ *     meta__key_retire_intent of its (segment, offset) gives it back; a writer-id key
+ *     (0x01 'W' id, meta/orphan.h) that decodes re-encodes to the same bytes;
  *   - encode: values taken from the input (bucket id, due time, part number, an object
  *     name and a prefix, a 32-byte upload id, a blob's segment and offset) build each key,
  *     which decodes back to them; blob index and retire-intent keys sort as their
  *     (segment, offset), the first within its bucket's range, the second within the
- *     intents range and no other row kind's (the collector walks both in order);
+ *     intents range and no other row kind's (the collector walks both in order); writer-id
+ *     keys sort as their ids and lie outside the intents range;
  *   - order: keys sort as their names (bytewise, shorter first), escaped upload names too;
  *     a range [lo, hi) from meta__key_object_range / upload_range / part_range / bucket_range
  *     holds a key exactly when its name has the prefix (part number is above `after`, id
@@ -134,6 +136,11 @@ static void decode_all(const uint8_t *key, size_t len)
         }
     }
     mg_buf_close(&lo), mg_buf_close(&hi);
+    uint8_t wk[META_ORPHAN_WRITER_KEY_LEN];
+    if (meta__orphan_writer_decode(key, len, &id) == 0) { /* 0x01 'W' · writer id */
+        meta__orphan_writer_key(wk, id);
+        check(len == sizeof wk && memcmp(wk, key, len) == 0);
+    }
     if (meta__key_bucket_of(key, len, &id) == 0)
         check(len >= META_BUCKET_KEY_LEN && key[0] == META_K_DATA && id == meta__get_u64(key + 1));
     k.len = name.len = 0;
@@ -315,6 +322,16 @@ static void blobs(uint64_t id, const struct eng_blob_ref *a, const struct eng_bl
     other.len = 0;
     meta__key_object(&other, id, name);
     check(!in_range(&other, &lo, &hi));
+    /* writer-id rows (a cluster's collector): sort as their ids, outside the intents */
+    uint8_t wa[META_ORPHAN_WRITER_KEY_LEN], wb[META_ORPHAN_WRITER_KEY_LEN];
+    meta__orphan_writer_key(wa, a->segment);
+    meta__orphan_writer_key(wb, b->segment);
+    check(meta__orphan_writer_decode(wa, sizeof wa, &seg) == 0 && seg == a->segment);
+    check(cmp(wa, sizeof wa, wb, sizeof wb) ==
+          (a->segment < b->segment ? -1 : a->segment > b->segment));
+    check(cmp(wa, sizeof wa, lo.base, lo.len) < 0 || cmp(wa, sizeof wa, hi.base, hi.len) >= 0);
+    check(meta__orphan_writer_decode(ra.base, ra.len, &seg) != 0);
+    check(meta__orphan_writer_decode(wa, sizeof wa - 1, &seg) != 0);
     mg_buf_close(&ka), mg_buf_close(&kb), mg_buf_close(&ra), mg_buf_close(&rb);
     mg_buf_close(&lo), mg_buf_close(&hi), mg_buf_close(&other);
 }
