@@ -98,8 +98,11 @@ static void layout_of(const struct meta__shards *ss, struct meta__layout *l)
     for (unsigned i = 1; i < ss->n; i++) {
         const struct meta__shard *s = &ss->shards[i];
         if (s->present)
-            l->s[l->n++] = (struct meta__layout_shard){
-                .id = s->id, .epoch = s->epoch, .lo = s->lo_id, .hi = s->hi_id};
+            l->s[l->n++] = (struct meta__layout_shard){.id = s->id,
+                                                       .epoch = s->epoch,
+                                                       .lo = s->lo_id,
+                                                       .hi = s->hi_id,
+                                                       .since = s->since};
     }
 }
 
@@ -121,6 +124,7 @@ static void layout_install(struct meta__shards *ss, const struct meta__layout *l
         s->lo_id = l->s[i].lo;
         s->hi_id = l->s[i].hi;
         s->epoch = l->s[i].epoch;
+        s->since = l->s[i].since;
         s->present = 1;
         if (s->id + 1 > n)
             n = s->id + 1;
@@ -411,6 +415,9 @@ static int apply_special(struct meta__shard *s, uint64_t index, const struct met
         l = mg_malloc(sizeof(*l));
         layout_of(ss, l);
         how = split->parent == s->id ? meta__layout_split(l, split) : -1;
+        for (unsigned i = 0; how == 0 && i < l->n; i++)
+            if (l->s[i].id == s->id)
+                l->s[i].since = index; /* the parent's new epoch starts after this entry */
     }
     int rv = commit_applied(s, index, how == 0 ? l : NULL);
     if (rv != 0) {
@@ -456,6 +463,15 @@ static int on_apply(void *data, uint64_t index, const void *buf, size_t len, voi
      * a layout that a split (applied before it in this log) changed. Deterministic, so every
      * replica refuses it; only the applied index moves. */
     int stale = s->ss->cl != NULL && s->id != 0 && h.range_epoch != s->epoch;
+    if (stale && index <= s->since) {
+        /* A replay (libraft replays the whole log when it has no snapshot) of an entry from
+         * before the split that set this shard's epoch: RocksDB already holds its effects
+         * (the layout row came with that split's write, after it), so only its request id
+         * is recorded again, as its first apply did. Its own epoch decided it then. */
+        s->applied = index;
+        dedup_applied(s->ss, h.request_id, (struct mg_str){NULL, 0});
+        return 0;
+    }
     struct meta__split_cmd split;
     int is_split = !stale && s->ss->cl != NULL && meta__split_entry(buf, len, &split);
     if (stale || is_split)

@@ -47,6 +47,7 @@ struct meta__shard {
     uint32_t id;                /* 0: manager; 1..n-1: data shards */
     uint64_t lo_id, hi_id;      /* data shards: bucket ids [lo_id, hi_id) */
     uint32_t epoch;             /* range epoch (bumped by splits, issue 10) */
+    uint64_t since;             /* index in its log where epoch began (split.h) */
     struct mraft_group *g;
     struct meta__shards *ss;
     uint64_t applied;           /* last index applied to RocksDB */

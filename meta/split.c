@@ -39,7 +39,7 @@
 
 #define LAYOUT_MAGIC "MGLY"
 #define LAYOUT_VERSION 1
-#define LAYOUT_SHARD_BYTES 24
+#define LAYOUT_SHARD_BYTES 32
 #define SPLIT_CMD_VERSION 1
 #define SPLIT_CMD_BYTES 29
 
@@ -57,6 +57,7 @@ void meta__layout_encode(const struct meta__layout *l, struct mg_buf *out)
         meta__put_u32(out, l->s[i].epoch);
         meta__put_u64(out, l->s[i].lo);
         meta__put_u64(out, l->s[i].hi);
+        meta__put_u64(out, l->s[i].since);
     }
 }
 
@@ -79,6 +80,7 @@ int meta__layout_decode(const void *buf, size_t len, struct meta__layout *l)
         s->epoch = meta__get_u32(q + 4);
         s->lo = meta__get_u64(q + 8);
         s->hi = meta__get_u64(q + 16);
+        s->since = meta__get_u64(q + 24);
         if (s->id == 0 || s->id > META_SHARDS_MAX - 1 || s->epoch == 0 ||
             (i > 0 && s->id <= l->s[i - 1].id) || (s->hi != 0 && s->hi <= s->lo))
             return MG_ECORRUPT;

@@ -31,6 +31,9 @@ struct meta__layout_shard {
     uint32_t id;    /* 1..META_SHARDS_MAX-1 */
     uint32_t epoch; /* >= 1, bumped on both sides by a split */
     uint64_t lo, hi; /* bucket ids [lo, hi); hi 0: to the end of the id space */
+    uint64_t since;  /* index in this shard's own log of the split entry that set epoch (0:
+                        from its start): entries at or below it were applied, or refused,
+                        before the layout row was written, and a replay skips them */
 };
 
 /* The data shards (shard 0 is implicit), by id ascending. */
@@ -41,7 +44,7 @@ struct meta__layout {
 };
 
 /* Row value: "MGLY" | version u8 (1) | initial u32 | n u32 | n x (id u32, epoch u32, lo
- * u64, hi u64), big-endian. decode checks everything (ids ascending in 1..63, epochs >= 1,
+ * u64, hi u64, since u64), big-endian. decode checks everything (ids ascending in 1..63, epochs >= 1,
  * lo < hi unless hi is 0, initial 1..63): 0 or MG_ECORRUPT. */
 void meta__layout_encode(const struct meta__layout *l, struct mg_buf *out);
 int meta__layout_decode(const void *buf, size_t len, struct meta__layout *l);
@@ -65,7 +68,8 @@ int meta__split_entry(const void *buf, size_t len, struct meta__split_cmd *c);
  * c->parent_epoch, no request id. */
 void meta__split_entry_encode(const struct meta__split_cmd *c, struct mg_buf *out);
 
-/* Apply c to l, the same on every replica: 0 = split (l changed); 1 = already applied (the
+/* Apply c to l, the same on every replica: 0 = split (l changed: the caller sets the
+ * parent's since to the entry's index; the child's is 0); 1 = already applied (the
  * child exists with exactly that range: a no-op); -1 = refused (the parent is not at
  * parent_epoch, at is not strictly inside its range, hi is not its end, or the child id is
  * taken or out of 1..63): l unchanged. */

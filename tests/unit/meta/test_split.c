@@ -29,6 +29,8 @@ static void test_layout_roundtrip(void **state)
     struct meta__split_cmd c = {.parent = 2, .parent_epoch = 1, .child = 4,
                                 .at = l.s[1].lo + 10, .hi = l.s[1].hi};
     assert_int_equal(meta__layout_split(&l, &c), 0);
+    assert_int_equal(l.s[3].since, 0); /* the child's log starts with its epoch */
+    l.s[1].since = 77;                 /* set by the apply: the split entry's index */
     struct mg_buf b;
     mg_buf_init(&b);
     meta__layout_encode(&l, &b);
@@ -55,6 +57,15 @@ static void test_layout_roundtrip(void **state)
     mg_buf_close(&b);
 }
 
+static void assert_cmd_equal(const struct meta__split_cmd *a, const struct meta__split_cmd *b)
+{
+    assert_int_equal(a->parent, b->parent); /* field by field: the struct has padding */
+    assert_int_equal(a->parent_epoch, b->parent_epoch);
+    assert_int_equal(a->child, b->child);
+    assert_int_equal(a->at, b->at);
+    assert_int_equal(a->hi, b->hi);
+}
+
 static void test_split_cmd_and_entry(void **state)
 {
     (void)state;
@@ -64,7 +75,7 @@ static void test_split_cmd_and_entry(void **state)
     mg_buf_init(&b);
     meta__split_cmd_encode(&c, &b);
     assert_int_equal(meta__split_cmd_decode(b.base, b.len, &d), 0);
-    assert_memory_equal(&c, &d, sizeof(c));
+    assert_cmd_equal(&c, &d);
     for (size_t n = 0; n < b.len; n++)
         assert_int_equal(meta__split_cmd_decode(b.base, n, &d), MG_ECORRUPT);
     b.len = 0;
@@ -76,7 +87,7 @@ static void test_split_cmd_and_entry(void **state)
     assert_int_equal(h.request_id, 0);
     memset(&d, 0, sizeof(d));
     assert_int_equal(meta__split_entry(b.base, b.len, &d), 1);
-    assert_memory_equal(&c, &d, sizeof(c));
+    assert_cmd_equal(&c, &d);
     /* an ordinary entry is not a split */
     struct meta_ws *ws = meta__ws_create();
     meta__ws_put(ws, "\x03k", 2, "v", 1);
