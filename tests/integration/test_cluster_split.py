@@ -91,6 +91,14 @@ class ClusterSplitTest(mgtest.S3TestCase):
             time.sleep(0.1)
         return False
 
+    def make_bucket(self, name, node):
+        for _ in range(60):
+            r = self.req(node, "PUT", "/" + name)
+            if r is not None and r.status == 200:
+                return
+            time.sleep(0.2)
+        self.fail("CreateBucket %s never succeeded" % name)
+
     def list_keys(self, node, bucket):
         keys, token = [], None
         while True:
@@ -189,14 +197,7 @@ class ClusterSplitTest(mgtest.S3TestCase):
         prefix = mgtest.bucket_name("spl")
         buckets = ["%s-%02d" % (prefix, i) for i in range(BUCKETS)]
         for i, b in enumerate(buckets):
-            ok = False
-            for _ in range(60):
-                r = self.req(i % 3, "PUT", "/" + b)
-                if r is not None and r.status == 200:
-                    ok = True
-                    break
-                time.sleep(0.2)
-            self.assertTrue(ok, "CreateBucket %s" % b)
+            self.make_bucket(b, i % 3)
         self.assertEqual(len(self.data_shards()), 1, "split before any load")
         expect = {b: set() for b in buckets}
         maybe = {}
@@ -292,14 +293,7 @@ class ClusterSplitTest(mgtest.S3TestCase):
         # ids spread over the split layout would collide with live ones.
         late = ["%s-late%d" % (prefix, i) for i in range(8)]
         for i, b in enumerate(late):
-            ok = False
-            for _ in range(60):
-                r = self.req(i % 3, "PUT", "/" + b)
-                if r is not None and r.status == 200:
-                    ok = True
-                    break
-                time.sleep(0.2)
-            self.assertTrue(ok, "CreateBucket %s" % b)
+            self.make_bucket(b, i % 3)
             expect[b] = set()
             for j in range(3):
                 key = "late/%d" % j
