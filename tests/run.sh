@@ -20,7 +20,9 @@
 # (the suites run against build-asan/metagate, default "errors features
 # consistency durability"), MG_RADOS_SUITES (the suites run on data.backend
 # rados against a deploy/ceph-up Ceph, default "boto3 integrity durability
-# orphans cluster"; cluster is the 3-node kill -9 suite, ~3.5 min), MG_CLUSTER_SUITES
+# orphans cluster cluster_split cluster_orphans"; cluster is the 3-node kill -9 suite,
+# ~3.5 min; cluster_split 50 buckets split at bucket boundaries, ~45 s; cluster_orphans
+# RADOS orphan collection on 3 nodes, ~45 s), MG_CLUSTER_SUITES
 # (the S3 suites run through a 3-node cluster, run.py --cluster 3, default "awscli
 # s3cmd boto3 sdk_js features errors consistency"),
 # MG_FUZZ_SECONDS (per libFuzzer target, default 5),
@@ -337,7 +339,7 @@ fi
 if [ "$CEPH_OK" = 1 ] && [ -x build/metagate ]; then
     # shellcheck disable=SC2086
     MG_TEST_DATA_RADOS="$CEPH_DIR/data.rados.json" run_integration "rados integration" \
-        build/metagate ${MG_RADOS_SUITES:-boto3 integrity durability orphans cluster}
+        build/metagate ${MG_RADOS_SUITES:-boto3 integrity durability orphans cluster cluster_split cluster_orphans}
     # Issue 10 done-when 3: the S3 suites against fresh 3-node clusters (run.py --cluster),
     # through a node that leads no shard (~4.5 min here).
     # shellcheck disable=SC2086
