@@ -343,6 +343,24 @@ static void test_pick_and_below(void **state)
 
 /* ------------------------------------------------------------- expiry */
 
+/* --delete-objects' request body: Quiet, one <Object><Key> per key, in order; reset each time. */
+static void test_expiry_delete_body(void **state)
+{
+    (void)state;
+    struct mg_buf b;
+    mg_buf_init(&b);
+    const char *keys[2] = {"logs/2026-12-01T00:00:00.000000-0000000000", "logs/x"};
+    const char *want = "<Delete><Quiet>true</Quiet>"
+                       "<Object><Key>logs/2026-12-01T00:00:00.000000-0000000000</Key></Object>"
+                       "<Object><Key>logs/x</Key></Object></Delete>";
+    assert_int_equal(mgb_exp_delete_body(&b, keys, 2), strlen(want));
+    assert_memory_equal(b.base, want, strlen(want));
+    const char *one = "<Delete><Quiet>true</Quiet><Object><Key>logs/x</Key></Object></Delete>";
+    assert_int_equal(mgb_exp_delete_body(&b, keys + 1, 1), strlen(one));
+    assert_memory_equal(b.base, one, strlen(one));
+    mg_buf_close(&b);
+}
+
 static void test_expiry_quantile(void **state)
 {
     (void)state;
@@ -461,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_pareto),
         cmocka_unit_test(test_pick_and_below),
         cmocka_unit_test(test_expiry_quantile),
+        cmocka_unit_test(test_expiry_delete_body),
         cmocka_unit_test(test_expiry_recover),
         cmocka_unit_test(test_expiry_metric),
     };
