@@ -310,6 +310,9 @@ static void render_raft_groups(struct mg_buf *o, struct gw_server *srv)
           "Retried request ids answered with their first result.", st->dedup_hits);
     gauge(o, "metagate_meta_flushes_total", "counter", "RocksDB flushes by the flusher.",
           st->flushes);
+    gauge(o, "metagate_meta_installs_total", "counter",
+          "Shard checkpoints installed from a peer (a replica behind a truncated log).",
+          st->installs);
     mg_buf_appendf(o, "# HELP metagate_raft_leader 1 if this node leads the shard's group and it "
                       "is ready.\n# TYPE metagate_raft_leader gauge\n");
     for (unsigned i = 0; i < st->nshards; i++)

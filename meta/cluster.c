@@ -30,6 +30,7 @@
 #define MG_MODULE "meta"
 #include "common/config.h"
 #include "meta/cluster.h"
+#include "meta/install.h"
 #include "meta/remote.h"
 #include "meta/split.h"
 
@@ -256,6 +257,8 @@ int meta__cluster_start(struct meta__shards *ss, char *errmsg)
     struct meta__cluster *cl = ss->cl;
     const struct meta__node *me = meta__cluster_node(cl, cl->self);
     int rv = meta__router_listen(ss);
+    if (rv == 0)
+        rv = meta__install_listen(ss);
     if (rv == 0)
         rv = meta__remote_listen(ss->rt, me->rpc);
     if (rv != 0) {

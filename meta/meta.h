@@ -651,6 +651,7 @@ struct meta_op_stats {
     uint64_t overlay_rows;       /* gauge: pending-write overlay rows */
     uint64_t dedup_hits;         /* counter: retried request ids answered with the first result */
     uint64_t flushes;            /* counter: RocksDB flushes by the flusher */
+    uint64_t installs;           /* counter: shard checkpoints installed from a peer */
     unsigned nshards;
     struct meta_shard_stats shards[META_OP_STATS_SHARDS_MAX];
 };

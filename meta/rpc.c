@@ -34,26 +34,26 @@ static void put16(unsigned char *p, uint16_t v)
     p[1] = (unsigned char)(v >> 8);
 }
 
-static void put32(unsigned char *p, uint32_t v)
+void mrpc_put32(unsigned char *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static void put64(unsigned char *p, uint64_t v)
+void mrpc_put64(unsigned char *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static uint32_t get32(const unsigned char *p)
+uint32_t mrpc_get32(const unsigned char *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t get64(const unsigned char *p)
+uint64_t mrpc_get64(const unsigned char *p)
 {
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+    return (uint64_t)mrpc_get32(p) | (uint64_t)mrpc_get32(p + 4) << 32;
 }
 
 void mrpc_hdr_encode(const struct mrpc_hdr *h, unsigned char out[MRPC_HDR_LEN])
@@ -61,13 +61,13 @@ void mrpc_hdr_encode(const struct mrpc_hdr *h, unsigned char out[MRPC_HDR_LEN])
     assert(h->kind == MRPC_KIND_REQUEST || h->kind == MRPC_KIND_RESPONSE);
     assert(h->len <= MRPC_PAYLOAD_MAX && h->status >= 0);
     assert(h->kind == MRPC_KIND_RESPONSE || h->status == 0);
-    put32(out, MRPC_MAGIC);
+    mrpc_put32(out, MRPC_MAGIC);
     out[4] = MRPC_VERSION;
     out[5] = h->kind;
     put16(out + 6, h->method);
-    put64(out + 8, h->call_id);
-    put32(out + 16, (uint32_t)h->status);
-    put32(out + 20, h->len);
+    mrpc_put64(out + 8, h->call_id);
+    mrpc_put32(out + 16, (uint32_t)h->status);
+    mrpc_put32(out + 20, h->len);
 }
 
 int mrpc_frame_parse(const void *buf, size_t len, struct mrpc_hdr *h, size_t *frame_len)
@@ -76,13 +76,13 @@ int mrpc_frame_parse(const void *buf, size_t len, struct mrpc_hdr *h, size_t *fr
     *frame_len = 0;
     if (len < MRPC_HDR_LEN)
         return 0;
-    if (get32(p) != MRPC_MAGIC || p[4] != MRPC_VERSION)
+    if (mrpc_get32(p) != MRPC_MAGIC || p[4] != MRPC_VERSION)
         return MG_ECORRUPT;
     h->kind = p[5];
     h->method = (uint16_t)(p[6] | p[7] << 8);
-    h->call_id = get64(p + 8);
-    uint32_t status = get32(p + 16);
-    h->len = get32(p + 20);
+    h->call_id = mrpc_get64(p + 8);
+    uint32_t status = mrpc_get32(p + 16);
+    h->len = mrpc_get32(p + 20);
     if (h->kind != MRPC_KIND_REQUEST && h->kind != MRPC_KIND_RESPONSE)
         return MG_ECORRUPT;
     if (status > INT32_MAX || (h->kind == MRPC_KIND_REQUEST && status != 0))

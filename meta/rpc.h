@@ -58,6 +58,12 @@ struct mrpc_hdr {
     uint32_t len;     /* payload bytes after the header */
 };
 
+/* Little-endian integers at p (the frame's and the methods' payloads). */
+void mrpc_put32(unsigned char *p, uint32_t v);
+void mrpc_put64(unsigned char *p, uint64_t v);
+uint32_t mrpc_get32(const unsigned char *p);
+uint64_t mrpc_get64(const unsigned char *p);
+
 /* Write h (magic and version added) into out. h must be valid (asserted). */
 void mrpc_hdr_encode(const struct mrpc_hdr *h, unsigned char out[MRPC_HDR_LEN]);
 

@@ -36,6 +36,7 @@
 #include "common/config.h"
 #include "common/fs.h"
 #include "meta/cluster.h"
+#include "meta/install.h"
 #include "meta/opcodec.h"
 #include "meta/orphan.h"
 #include "meta/remote.h"
@@ -561,19 +562,22 @@ static int on_restore(void *data, const struct mraft_snapshot_desc *desc, uint64
     return 0;
 }
 
-/* No checkpoint transfer yet (TODO(#10): META_RPC_CHECKPOINT): a follower that fell behind
- * its leader's truncated log waits here (MG_EBUSY, retried by the host every 500 ms) and does
- * not serve that shard. A cluster keeps CLUSTER_SNAPSHOT_TRAILING entries behind each
- * snapshot so that a node restarted after kill -9 catches up from the log instead. */
+/* A follower behind its leader's truncated log: copy the shard's range from the leader
+ * (install.c, META_RPC_CHECKPOINT); MG_EBUSY until the copy is in, retried by the host every
+ * 500 ms while entries committed meanwhile wait. A single node never gets here. */
 static int on_install(void *data, const struct mraft_snapshot_desc *desc, uint64_t *applied)
 {
     struct meta__shard *s = data;
-    (void)applied;
-    if (s->ss->cl != NULL && s->install_logged++ == 0)
-        mg_log(MG_LOG_ERROR, "event=install_needed shard=%u snapshot=%llu applied=%llu "
-               "action=wait (no checkpoint transfer)", s->id,
-               (unsigned long long)desc->index, (unsigned long long)s->applied);
-    return MG_EBUSY;
+    if (mg_env_u64("MG_FAULT_NO_CHECKPOINT", 0)) {
+        /* Fault switch (test_cluster_join shows it fails): no transfer, as before install.c:
+         * the shard waits and is not served by this node. */
+        if (s->install_waits++ == 0)
+            mg_log(MG_LOG_ERROR, "event=install_needed shard=%u snapshot=%llu applied=%llu "
+                   "action=wait (MG_FAULT_NO_CHECKPOINT)", s->id,
+                   (unsigned long long)desc->index, (unsigned long long)s->applied);
+        return MG_EBUSY;
+    }
+    return meta__install_step(s, desc, applied);
 }
 
 const struct mraft_owner meta__shard_owner = {
@@ -670,6 +674,7 @@ static void on_stats_tick(uv_timer_t *t)
     st.overlay_rows = ss->ov.nrows;
     st.dedup_hits = ss->dedup_hits;
     st.flushes = ss->flushes;
+    st.installs = ss->installs_done;
     st.nshards = 0;
     for (unsigned i = 0; i < ss->n && st.nshards < META_OP_STATS_SHARDS_MAX; i++) {
         struct meta__shard *sh = &ss->shards[i];
@@ -757,8 +762,12 @@ static int open_host(struct meta__shards *ss, char *errmsg)
         .node_id = ss->cl != NULL ? ss->cl->self : 1,
         .address = addr,
         .data_dir = dir,
-        .snapshot_threshold = 4096,
-        .snapshot_trailing = ss->cl != NULL ? CLUSTER_SNAPSHOT_TRAILING : 0,
+        /* MG_SNAPSHOT_THRESHOLD / MG_SNAPSHOT_TRAILING: test switches (test_cluster_join
+         * truncates the log after a few hundred entries, not 12,288) */
+        .snapshot_threshold = (unsigned)mg_env_u64("MG_SNAPSHOT_THRESHOLD", 4096),
+        .snapshot_trailing = ss->cl != NULL ? (unsigned)mg_env_u64("MG_SNAPSHOT_TRAILING",
+                                                                   CLUSTER_SNAPSHOT_TRAILING)
+                                            : 0,
         .balance_interval_ms = ss->cl != NULL ? CLUSTER_BALANCE_MS : 0,
         .max_pending = 4096,
     };
@@ -995,6 +1004,7 @@ static void on_host_closed(struct mraft_host *h, void *data)
     struct meta__shards *ss = data;
     struct meta__rt *rt = ss->rt;
     meta__ov_close(&ss->ov);
+    meta__install_close(ss);
     meta__cluster_destroy(ss->cl);
     for (size_t i = 0; i < META_DEDUP_SLOTS; i++)
         mg_free(ss->dedup[i].result);

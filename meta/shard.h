@@ -58,7 +58,8 @@ struct meta__shard {
     int reopening;              /* fenced by a failed log append: closing and reopening */
     uint64_t reopens;           /* metrics */
     uv_timer_t retry_timer;     /* a failed reopen retries after a pause */
-    unsigned install_logged;    /* cluster: install requests seen (logged once) */
+    struct meta__install *install; /* cluster: a checkpoint transfer in progress (install.c) */
+    unsigned install_waits;     /* MG_FAULT_NO_CHECKPOINT: install requests refused */
     int present;                /* in the layout (ids of a cluster's splits may leave holes
                                    for a while: a child applied before a lower id's) */
     uint64_t refused_stale;     /* entries refused at apply for their range epoch */
@@ -85,6 +86,8 @@ struct meta_dedup_slot {
 struct meta__cluster; /* cluster.h */
 struct meta__layout;  /* split.h */
 struct delayed_retire; /* shard.c */
+struct meta__install;     /* install.c */
+struct meta__install_src; /* install.c */
 
 struct meta__shards {
     struct meta__rt *rt;
@@ -111,6 +114,8 @@ struct meta__shards {
     struct delayed_retire *retire_head, *retire_tail; /* cluster: blobs retired later */
     size_t retire_n;
     uv_timer_t retire_timer;
+    struct meta__install_src *install_src; /* cluster: checkpoint sessions served (install.c) */
+    uint64_t installs_done;         /* checkpoint installs completed (metrics) */
     struct meta_dedup_slot *dedup;  /* META_DEDUP_SLOTS */
     uint64_t dedup_hits;            /* retries answered with the first result */
     uint64_t flushes;               /* RocksDB flushes the flusher completed */

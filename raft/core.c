@@ -626,6 +626,17 @@ static int replay(struct mraft_group *g)
                 rv = g->owner->install(g->owner_data, &g->start_desc, &applied);
             if (rv == 0 && applied < g->replay_to)
                 rv = MG_EIO;
+            if (rv == MG_EBUSY) {
+                /* No peer can serve a checkpoint yet (an owner whose copy runs over
+                 * the network, on the loop): the descriptor becomes the pending
+                 * install, as for an InstallSnapshot, and entries wait for it. */
+                g->install_desc = g->start_desc;
+                g->install_pending = true;
+                g->install_retry_at = 0;
+                mg_log(MG_LOG_WARN, "event=install_pending group=%llu index=%llu at=start",
+                       (unsigned long long)g->id, (unsigned long long)g->start_desc.index);
+                break;
+            }
             if (rv != 0) {
                 mg_log(MG_LOG_ERROR, "event=replay_gap group=%llu index=%llu err=%s",
                        (unsigned long long)g->id, (unsigned long long)index, mg_err_name(rv));

@@ -100,20 +100,7 @@ class ClusterSplitTest(mgtest.S3TestCase):
         self.fail("CreateBucket %s never succeeded" % name)
 
     def list_keys(self, node, bucket):
-        keys, token = [], None
-        while True:
-            q = [("list-type", "2"), ("max-keys", "1000")]
-            if token:
-                q.append(("continuation-token", token))
-            r = self.req(node, "GET", "/" + bucket, query=q)
-            if r is None or r.status != 200:
-                return None
-            root = ET.fromstring(r.body)
-            keys += [e.text for e in root.iter() if e.tag.endswith("}Key")]
-            nxt = [e.text for e in root.iter() if e.tag.endswith("}NextContinuationToken")]
-            if not nxt:
-                return keys
-            token = nxt[0]
+        return mgcluster.list_keys(self.clients[node], bucket)
 
     def list_buckets(self, node):
         r = self.req(node, "GET", "/")

@@ -15,13 +15,47 @@ import signal
 import socket
 import subprocess
 import time
+import unittest
 import urllib.request
+import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class ClusterError(Exception):
     pass
+
+
+def rados_data(namespace):
+    """The base config's "data" of a suite on a deploy/ceph-up Ceph (MG_TEST_DATA_RADOS
+    names its data.rados.json), in a namespace of its own; unittest.SkipTest without it."""
+    rj = os.environ.get("MG_TEST_DATA_RADOS")
+    if not rj or not os.path.exists(rj):
+        raise unittest.SkipTest("no Ceph: MG_TEST_DATA_RADOS (deploy/ceph-up) not set")
+    with open(rj) as f:
+        return {"backend": "rados", "rados": dict(json.load(f), namespace=namespace)}
+
+
+def list_keys(client, bucket):
+    """Every key of bucket through client (an s3raw.Client), ListObjectsV2 page by page;
+    None if a page fails."""
+    keys, token = [], None
+    while True:
+        q = [("list-type", "2"), ("max-keys", "1000")]
+        if token:
+            q.append(("continuation-token", token))
+        try:
+            r = client.request("GET", "/" + bucket, query=q)
+        except Exception:
+            return None
+        if r.status != 200:
+            return None
+        root = ET.fromstring(r.body)
+        keys += [e.text for e in root.iter() if e.tag.endswith("}Key")]
+        nxt = [e.text for e in root.iter() if e.tag.endswith("}NextContinuationToken")]
+        if not nxt:
+            return keys
+        token = nxt[0]
 
 
 class Cluster:
