@@ -333,7 +333,8 @@ static int parse_meta(struct mg_config *cfg, yajl_val v, char *errmsg)
     return 0;
 }
 
-/* "lifecycle": {"day_seconds": N, "max_per_second": N, "delete": "range"|"point"} */
+/* "lifecycle": {"day_seconds": N, "max_per_second": N, "reindex_per_second": N,
+ *  "delete": "range"|"point"} */
 static int parse_lifecycle(struct mg_config *cfg, yajl_val v, char *errmsg)
 {
     if (!YAJL_IS_OBJECT(v))
@@ -351,6 +352,10 @@ static int parse_lifecycle(struct mg_config *cfg, yajl_val v, char *errmsg)
             if ((rv = get_int(x, "lifecycle.max_per_second", 0, 1000000000LL, &n, errmsg)) != 0)
                 return rv;
             cfg->lc_max_per_second = (uint64_t)n;
+        } else if (strcmp(k, "reindex_per_second") == 0) {
+            if ((rv = get_int(x, "lifecycle.reindex_per_second", 0, 1000000LL, &n, errmsg)) != 0)
+                return rv;
+            cfg->lc_reindex_per_second = (uint32_t)n;
         } else if (strcmp(k, "delete") == 0) {
             char *mode = NULL;
             if ((rv = get_string(x, "lifecycle.delete", &mode, errmsg)) != 0)

@@ -58,6 +58,8 @@ struct mg_config {
                                   default 86400), tests shrink it (RGW's lc_debug_interval) */
     uint64_t lc_max_per_second; /* lifecycle.max_per_second: objects/s expired (0 = unlimited,
                                    the default; at most 1e9) */
+    uint32_t lc_reindex_per_second; /* lifecycle.reindex_per_second: entries/s a re-index walk
+                                       visits (0: the scheduler's default, 1,000,000) */
     int lc_delete_point;       /* lifecycle.delete "point" (1) or "range" (0, the default) */
     char *engine_compaction;   /* engine.compaction "locality" (default), "rocksdb",
                                   "rocksdb+collector": hand to eng_compaction_parse */

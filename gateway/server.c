@@ -1171,7 +1171,8 @@ static int lc_store_opts(const struct mg_config *cfg, struct meta_opts *mo, char
 static int lc_start(struct gw_server *srv, const struct mg_config *cfg, char *errmsg)
 {
     struct lc_scheduler_opts o = {.day_seconds = cfg->lc_day_seconds,
-                                  .max_per_second = cfg->lc_max_per_second};
+                                  .max_per_second = cfg->lc_max_per_second,
+                                  .reindex_per_second = cfg->lc_reindex_per_second};
     struct lc_scheduler *s;
     int rv = lc_scheduler_create(srv->ms, &o, &s);
     if (rv != 0) {

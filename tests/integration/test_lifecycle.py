@@ -300,47 +300,76 @@ class Crash(S3TestCase):
     LIVE = 40
     RATE = 40  # lifecycle.max_per_second: expiry takes DUE / RATE = 10 s
 
-    def test_kill9_during_expiry(self):
-        ls = LifecycleServer("crash", {"max_per_second": self.RATE})
-        self.addCleanup(ls.server.stop)
-        s3 = ls.s3
-        b = mgtest.bucket_name("lccrash")
-        s3.create_bucket(Bucket=b)
-        rules = {"Rules": [{"ID": "logs", "Status": "Enabled", "Filter": {"Prefix": "logs/"},
-                            "Expiration": {"Days": 1}}]}
-        s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration=rules)
-        due = ["logs/%05d" % i for i in range(self.DUE)]
-        live = ["live/%03d" % i for i in range(self.LIVE)] + ["logs"]
-        t0 = time.time()
-        for k in due + live:
-            s3.put_object(Bucket=b, Key=k, Body=k.encode())
-        # Wait until expiry is well under way, but far from done.
-        deadline = time.time() + 3 * DAY_S + 10
+    RULES = {"Rules": [{"ID": "logs", "Status": "Enabled", "Filter": {"Prefix": "logs/"},
+                        "Expiration": {"Days": 1}}]}
+
+    def kill_midway(self, ls, b, due, live, what):
+        """Wait until expiry is well under way but far from done, kill -9 and restart: no live
+        object was deleted, no expired object came back, and the rest goes afterwards.
+        Returns how many were gone before the kill."""
+        deadline = time.time() + 3 * DAY_S + 60
         while time.time() < deadline:
             left = len(ls.keys(b, "logs/"))
             if left <= self.DUE - 3 * self.RATE:
                 break
             time.sleep(0.2)
-        self.assertGreater(left, 0, "expiry ended before the kill: raise DUE")
-        self.assertLess(left, self.DUE, "expiry never started")
+        self.assertGreater(left, 0, "%s ended before the kill: raise DUE" % what)
+        self.assertLess(left, self.DUE, "%s never expired anything" % what)
         gone_before = set(due) - set(ls.keys(b, "logs/"))
         ls.server.restart(kill=True)
         ls.connect()
         after = set(ls.keys(b))
         self.assertEqual(sorted(set(live) - after), [], "a live object was deleted")
         self.assertEqual(sorted(gone_before & after), [], "an expired object came back")
-        # Expiry resumes: the rest goes at the configured rate.
+        # It resumes: the rest goes at the configured rate.
         resume = time.time()
         while ls.keys(b, "logs/") and time.time() < resume + self.DUE / self.RATE + 3 * DAY_S:
             time.sleep(0.5)
         self.assertEqual(ls.keys(b, "logs/"), [])
         self.assertEqual(sorted(ls.keys(b)), sorted(live))
         for k in live:
-            self.assertEqual(s3.get_object(Bucket=b, Key=k)["Body"].read(), k.encode())
+            self.assertEqual(ls.s3.get_object(Bucket=b, Key=k)["Body"].read(), k.encode())
         self.assertGreater(metric(ls.metrics(), "metagate_lifecycle_expired_total"), 0)
+        return len(gone_before)
+
+    def test_kill9_during_expiry(self):
+        ls = LifecycleServer("crash", {"max_per_second": self.RATE})
+        self.addCleanup(ls.server.stop)
+        b = mgtest.bucket_name("lccrash")
+        ls.s3.create_bucket(Bucket=b)
+        ls.s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration=self.RULES)
+        due = ["logs/%05d" % i for i in range(self.DUE)]
+        live = ["live/%03d" % i for i in range(self.LIVE)] + ["logs"]
+        t0 = time.time()
+        for k in due + live:
+            ls.s3.put_object(Bucket=b, Key=k, Body=k.encode())
+        self.kill_midway(ls, b, due, live, "expiry")
         self.assertGreater(time.time() - t0, self.DUE / self.RATE * 0.5,
                            "max_per_second did not pace expiry")
 
+    def test_kill9_during_reindex_walk(self):
+        """The same for the re-index walk, which expires by itself what is due when the rule
+        is set on a bucket of old objects (lifecycle.max_per_second 0, the default): the walk
+        is paced with lifecycle.reindex_per_second and killed half-way."""
+        ls = LifecycleServer("crash-walk", {"reindex_per_second": self.RATE})
+        self.addCleanup(ls.server.stop)
+        b = mgtest.bucket_name("lcwalk")
+        ls.s3.create_bucket(Bucket=b)
+        due = ["logs/%05d" % i for i in range(self.DUE)]
+        live = ["live/%03d" % i for i in range(self.LIVE)] + ["logs", "logsx/0"]
+        for k in due + live:
+            ls.s3.put_object(Bucket=b, Key=k, Body=k.encode())
+        # Every object is past its day before the rule exists: no due row was written at PUT
+        # time, so only the walk can expire them.
+        time.sleep(max(0.0, due_after(time.time()) - time.time()) + 0.5)
+        t0 = time.time()
+        ls.s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration=self.RULES)
+        before = self.kill_midway(ls, b, due, live, "the walk")
+        took = time.time() - t0
+        print("# walk: %d due objects expired in %.1f s across a kill -9 (%d before it)" % (
+            self.DUE, took, before))
+        self.assertGreater(took, self.DUE / self.RATE * 0.5,
+                           "reindex_per_second did not pace the walk")
 
 if __name__ == "__main__":
     mgtest.main()

@@ -81,6 +81,13 @@ static void test_full(void **state)
     assert_int_equal(c.meta_orphan_period_s, 0);
     assert_int_equal(c.meta_orphan_grace_s, 60);
     mg_config_close(&c);
+    /* Lifecycle pacing */
+    assert_int_equal(parse("{\"lifecycle\": {\"max_per_second\": 0, "
+                           "\"reindex_per_second\": 40}}", &c, e),
+                     0);
+    assert_int_equal(c.lc_max_per_second, 0);
+    assert_int_equal(c.lc_reindex_per_second, 40);
+    mg_config_close(&c);
 }
 
 /* Each bad config is rejected and the message names the key. */
@@ -127,6 +134,8 @@ static void test_errors_name_the_key(void **state)
         {"{\"scrub\": {\"period_seconds\": 0}}", "\"scrub.period_seconds\""},
         {"{\"scrub\": {\"rate\": 1}}", "\"scrub.rate\""},
         {"{\"scrub\": true}", "\"scrub\""},
+        {"{\"lifecycle\": {\"reindex_per_second\": 1000001}}", "\"lifecycle.reindex_per_second\""},
+        {"{\"lifecycle\": {\"reindex_per_second\": -1}}", "\"lifecycle.reindex_per_second\""},
         {"{\"meta\": {\"orphan_grace_seconds\": -1}}", "\"meta.orphan_grace_seconds\""},
         {"{\"meta\": {\"orphan_period_seconds\": 9999999}}", "\"meta.orphan_period_seconds\""},        {"{\"data\": {\"backend\": \"s3\"}}", "\"data.backend\""},
         {"{\"data\": {\"rados\": {\"pool\": \"a b\"}}}", "\"data.rados.pool\""},
