@@ -14,10 +14,12 @@
  * by the same number. No lock is held while an op executes or commits.
  */
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #define MG_MODULE "meta"
+#include "common/config.h"
 #include "meta/cluster.h"
 #include "meta/orphan.h"
 
@@ -172,6 +174,51 @@ static void copy_args(struct meta_op *op)
 
 /* ------------------------------------------------------------- meta thread */
 
+/* MG_FAULT_ROUTE_HOLD_MS (a test switch, cluster nodes only): an op that brings new data
+ * waits that long on the meta loop between its submission claim and the router, so its blob
+ * stays unreferenced, in flight, across whole orphan collector passes
+ * (tests/integration/test_cluster_orphans.py). Held ops keep the store from closing. */
+struct held_op {
+    uv_timer_t t;
+    struct meta__rt *rt;
+    struct meta_op *op;
+};
+static atomic_uint_fast64_t g_held;
+
+static void on_held_closed(uv_handle_t *h)
+{
+    mg_free(h->data);
+}
+
+static void on_held(uv_timer_t *t)
+{
+    struct held_op *ho = t->data;
+    meta__op_exec(ho->rt, ho->op);
+    atomic_fetch_sub(&g_held, 1);
+    uv_close((uv_handle_t *)t, on_held_closed);
+}
+
+/* 1 if op was held (it runs later), else 0. */
+static int route_hold(struct meta__rt *rt, struct meta_op *op)
+{
+    static uint64_t hold_ms = UINT64_MAX;
+    if (hold_ms == UINT64_MAX)
+        hold_ms = mg_env_u64("MG_FAULT_ROUTE_HOLD_MS", 0); /* the meta thread only */
+    const struct meta_data *d = op->type == META_OP_OBJECT_PUT     ? &op->in.object.data
+                                : op->type == META_OP_MPU_PUT_PART ? &op->in.part.data
+                                                                   : NULL;
+    if (hold_ms == 0 || d == NULL || d->nextents == 0)
+        return 0;
+    struct held_op *ho = mg_malloc(sizeof(*ho));
+    ho->rt = rt;
+    ho->op = op;
+    uv_timer_init(&rt->loop, &ho->t);
+    ho->t.data = ho;
+    atomic_fetch_add(&g_held, 1);
+    uv_timer_start(&ho->t, on_held, hold_ms, 0);
+    return 1;
+}
+
 static void on_stopped(struct meta__rt *rt)
 {
     uv_close((uv_handle_t *)&rt->wake, NULL);
@@ -187,7 +234,7 @@ static void on_stop_tick(uv_timer_t *t)
     pthread_mutex_lock(&rt->lock);
     int queued = rt->n > 0;
     pthread_mutex_unlock(&rt->lock);
-    if (queued || ss->inflight > 0 || ss->parked_head != NULL)
+    if (queued || ss->inflight > 0 || ss->parked_head != NULL || atomic_load(&g_held) > 0)
         return;
     uv_timer_stop(t);
     meta__shards_close(ss, on_stopped);
@@ -206,10 +253,10 @@ static void on_wake(uv_async_t *h)
         struct meta__op_priv *next = p->next;
         p->next = NULL;
         /* A cluster: the orphan collector's claim, before the router may forward the op. */
-        if (rt->shards != NULL && rt->shards->cl != NULL &&
-            meta__orphan_submit(rt->ms, p->op) != 0)
+        int cluster = rt->shards != NULL && rt->shards->cl != NULL;
+        if (cluster && meta__orphan_submit(rt->ms, p->op) != 0)
             meta__op_complete(p->op, MG_EIO);
-        else
+        else if (!cluster || !route_hold(rt, p->op))
             meta__op_exec(rt, p->op);
         p = next;
     }

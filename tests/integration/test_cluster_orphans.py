@@ -15,7 +15,10 @@ spares the blobs of ops it submitted that have not completed.
   through all nodes for MG_CLUSTER_ORPHANS_SECONDS (default 20) while every
   collector runs every 200 ms with a zero grace (an unreferenced blob is a
   candidate at once, so only the submission claims and the fences keep the
-  blob of a PUT in flight on a remote leader). Afterwards every key reads back
+  blob of a PUT in flight on a remote leader). Every PUT is held 300 ms on
+  its node between its submission and the router (the MG_FAULT_ROUTE_HOLD_MS
+  test switch, meta/client.c), so its blob stays unreferenced across whole
+  passes of its node's collector while it is in flight. Afterwards every key reads back
   as its last acknowledged write, byte for byte, the collectors have freed the
   replaced blobs (long before the 30 s delayed retire), and the namespace holds
   exactly the referenced stripes. Every 6 s a data shard's leader is frozen
@@ -33,6 +36,7 @@ leader's append, e.g. in a router backoff, across a whole pass) was not hit.
 
 Needs a Ceph: MG_TEST_DATA_RADOS (deploy/ceph-up's data.rados.json), else skipped."""
 
+import functools
 import json
 import os
 import random
@@ -54,6 +58,7 @@ BIG = 12 << 20
 SECONDS = float(os.environ.get("MG_CLUSTER_ORPHANS_SECONDS", "20"))
 PERIOD_MS = 200
 GRACE_KILL_MS = 3000
+HOLD_MS = int(os.environ.get("MG_CLUSTER_ORPHANS_HOLD_MS", "300"))
 FREEZE_EVERY_S = 6.0
 FREEZE_S = 3.0
 FAULT = os.environ.get("MG_CLUSTER_ORPHANS_FAULT", "both")  # stop | kill | both (alternate)
@@ -71,10 +76,11 @@ class ClusterOrphans(mgtest.S3TestCase):
             raise unittest.SkipTest("no Ceph: MG_TEST_DATA_RADOS (deploy/ceph-up) not set")
         with open(rj) as f:
             cls.rados = dict(json.load(f), namespace="corph-%d" % os.getpid())
-        cls.saved_env = {k: os.environ.get(k) for k in ("MG_ORPHAN_PERIOD_MS",
-                                                        "MG_ORPHAN_GRACE_MS")}
+        cls.saved_env = {k: os.environ.get(k) for k in (
+            "MG_ORPHAN_PERIOD_MS", "MG_ORPHAN_GRACE_MS", "MG_FAULT_ROUTE_HOLD_MS")}
         os.environ["MG_ORPHAN_PERIOD_MS"] = str(PERIOD_MS)  # nodes inherit these
         os.environ["MG_ORPHAN_GRACE_MS"] = "0"
+        os.environ["MG_FAULT_ROUTE_HOLD_MS"] = str(HOLD_MS)
         cls.workdir = os.path.join(mgtest.TMP, "cluster_orphans")
         cls.cluster = mgcluster.Cluster(os.environ["MG_BIN"], cls.workdir, n=3, base={
             "inline_max_bytes": INLINE_MAX, "data": {"backend": "rados", "rados": cls.rados}})
@@ -82,6 +88,8 @@ class ClusterOrphans(mgtest.S3TestCase):
         u = cls.cluster.users[0]
         cls.clients = [s3raw.Client(e, u["access_key"], u["secret_key"])
                        for e in cls.cluster.endpoints]
+        for c in cls.clients:  # a GET whose body stops short fails in 30 s, not 120
+            c.connection = functools.partial(c.connection, timeout=30)
 
     @classmethod
     def tearDownClass(cls):
@@ -99,12 +107,13 @@ class ClusterOrphans(mgtest.S3TestCase):
         except Exception:  # the node is down, or went down under the request
             return None
 
-    def settled(self, method, path, node=0, **kw):
-        """A request retried (any node, from node on) for 20 s while it fails or answers 5xx."""
+    def settled(self, method, path, node=0, tries=100, **kw):
+        """A request retried (any node, from node on) every 0.2 s while it fails or answers 503
+        (no leader yet), tries times at most; 500 (e.g. a blob gone) is an answer."""
         r = None
-        for i in range(100):
+        for i in range(tries):
             r = self.req((node + i) % 3, method, path, **kw)
-            if r is not None and r.status < 500:
+            if r is not None and r.status != 503:
                 return r
             time.sleep(0.2)
         return r
@@ -195,6 +204,8 @@ class ClusterOrphans(mgtest.S3TestCase):
             extra = len(self.rados_ls()) - self.referenced_stripes()
             print("# kill9_orphans attempt %d: %d acknowledged PUTs so far, %d orphan stripes"
                   % (attempt, len(acked), extra))
+            self.assertGreaterEqual(extra, 0, "%d stripes that committed objects name are "
+                                    "gone: a collector freed blobs of ops in flight" % -extra)
             if extra > 0:
                 break
             cl.restart(victim)
@@ -287,7 +298,7 @@ class ClusterOrphans(mgtest.S3TestCase):
                     time.sleep(FREEZE_S)
                     self.cluster.kill(k, signal.SIGCONT)
 
-        threads = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(6)]
+        threads = [threading.Thread(target=writer, args=(w,), daemon=True) for w in range(12)]
         threads.append(threading.Thread(target=freezer, daemon=True))
         for t in threads:
             t.start()
@@ -303,7 +314,9 @@ class ClusterOrphans(mgtest.S3TestCase):
             # The last acknowledged write, or one issued after it that failed (its outcome
             # may be unknown): nothing older, nothing else.
             allowed = ops[last:] if last >= 0 else [[0, "del", 0, True]] + ops
-            r = self.settled("GET", "/%s/%s" % (bucket, key), node=i % 3)
+            if len(problems) >= 5:
+                break  # enough to fail on (a lost object may cost a 30 s timeout each)
+            r = self.settled("GET", "/%s/%s" % (bucket, key), node=i % 3, tries=5)
             if r is None or r.status not in (200, 404):
                 problems.append("%s: GET %s" % (key, None if r is None else r.status))
                 continue
