@@ -15,7 +15,8 @@ spares the blobs of ops it submitted that have not completed.
   through all nodes for MG_CLUSTER_ORPHANS_SECONDS (default 20) while every
   collector runs every 200 ms with a zero grace (an unreferenced blob is a
   candidate at once, so only the submission claims and the fences keep the
-  blob of a PUT in flight on a remote leader). Every PUT is held 300 ms on
+  blob of a PUT in flight on a remote leader). Every PUT of a blob (in both
+  tests) is held 300 ms on
   its node between its submission and the router (the MG_FAULT_ROUTE_HOLD_MS
   test switch, meta/client.c), so its blob stays unreferenced across whole
   passes of its node's collector while it is in flight. Afterwards every key reads back
@@ -29,10 +30,10 @@ spares the blobs of ops it submitted that have not completed.
 
 Shown to fail without the fix: with the collector off on a cluster (the code
 before it) both tests fail: kill9_orphans keeps the orphans, no_loss_under_churn
-frees nothing. With meta__orphan_submit's claim removed they still passed here
-(4 runs): a fenced walk orders after nearly every forwarded op's append, and
-the window the claim closes (an op held between its submission and the
-leader's append, e.g. in a router backoff, across a whole pass) was not hit.
+frees nothing. With meta__orphan_submit's claim removed the held PUTs' blobs are
+freed while in flight and then committed: kill9_orphans finds committed objects
+whose stripes are gone, and GETs of acknowledged objects fail (MG_ECORRUPT,
+stripe missing).
 
 Needs a Ceph: MG_TEST_DATA_RADOS (deploy/ceph-up's data.rados.json), else skipped."""
 
