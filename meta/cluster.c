@@ -126,7 +126,7 @@ void meta__cluster_destroy(struct meta__cluster *cl)
 
 /* ------------------------------------------------------------ manager rows */
 
-static void node_row(const struct meta__node *n, struct mg_buf *v)
+void meta__cluster_node_row(const struct meta__node *n, struct mg_buf *v)
 {
     char s[256];
     int len = snprintf(s, sizeof(s), "id=%llu s3=%s raft=%s rpc=%s state=up",
@@ -172,7 +172,7 @@ int meta__cluster_init_do(struct meta_store *ms, struct meta_op *op)
     for (unsigned i = 0; i < cl->n && rv == 0; i++) {
         k.len = v.len = 0;
         meta__key_cluster_node(&k, cl->nodes[i].id);
-        node_row(&cl->nodes[i], &v);
+        meta__cluster_node_row(&cl->nodes[i], &v);
         rv = put_absent(ms, ws, &k, &v);
     }
     for (unsigned i = 0; i < ss->n && rv == 0; i++) {
@@ -214,6 +214,11 @@ static void maybe_write_manager_rows(struct meta__shards *ss)
     mg_buf_init(&v);
     meta__key_cluster_shard(&k, ss->shards[ss->n - 1].id);
     int have = eng_get(ss->ms->db, ENG_CF_META, k.base, k.len, &v) == 0;
+    for (unsigned i = 0; i < cl->n && have; i++) { /* and a row for every node (members.c) */
+        k.len = v.len = 0;
+        meta__key_cluster_node(&k, cl->nodes[i].id);
+        have = eng_get(ss->ms->db, ENG_CF_META, k.base, k.len, &v) == 0;
+    }
     mg_buf_close(&k);
     mg_buf_close(&v);
     if (have) {
@@ -250,6 +255,7 @@ static void on_tick(uv_timer_t *t)
     maybe_write_manager_rows(ss);
     if (cl_rows_done(ss))
         meta__split_tick(ss);
+    meta__members_tick(ss);
 }
 
 int meta__cluster_start(struct meta__shards *ss, char *errmsg)
@@ -260,12 +266,15 @@ int meta__cluster_start(struct meta__shards *ss, char *errmsg)
     if (rv == 0)
         rv = meta__install_listen(ss);
     if (rv == 0)
+        rv = meta__members_listen(ss);
+    if (rv == 0)
         rv = meta__remote_listen(ss->rt, me->rpc);
     if (rv != 0) {
         snprintf(errmsg, 256, "internal RPC on %s: %s (cluster.nodes rpc)", me->rpc,
                  mg_err_name(rv));
         return rv;
     }
+    meta__members_load(ss); /* nodes that joined after this node's config was written */
     uv_timer_init(&ss->rt->loop, &cl->tick);
     cl->tick.data = ss;
     uv_timer_start(&cl->tick, on_tick, TICK_MS, TICK_MS);
@@ -358,7 +367,7 @@ void meta_cluster_render(struct meta_store *ms, struct mg_buf *o)
     if (ms->rt == NULL || ms->rt->shards == NULL || ms->rt->shards->cl == NULL)
         return;
     struct meta__shards *ss = ms->rt->shards;
-    const struct meta__cluster *cl = ss->cl; /* the node table never changes */
+    const struct meta__cluster *cl = ss->cl;
     struct meta_op_stats *st = mg_malloc(sizeof(*st));
     meta_op_stats_get(ms, st);
     char replicas[128];
@@ -372,11 +381,13 @@ void meta_cluster_render(struct meta_store *ms, struct mg_buf *o)
                    (unsigned long long)cl->self);
     mg_buf_appendf(o, "# HELP metagate_cluster_node A node of the cluster (config).\n"
                       "# TYPE metagate_cluster_node gauge\n");
+    pthread_mutex_lock(&ss->stats_lock); /* nodes join on the meta thread (members.c) */
     for (unsigned i = 0; i < cl->n; i++)
         mg_buf_appendf(o,
                        "metagate_cluster_node{node=\"%llu\",s3=\"%s\",raft=\"%s\",rpc=\"%s\"} 1\n",
                        (unsigned long long)cl->nodes[i].id, cl->nodes[i].s3, cl->nodes[i].raft,
                        cl->nodes[i].rpc);
+    pthread_mutex_unlock(&ss->stats_lock);
     mg_buf_appendf(o, "# HELP metagate_cluster_node_row The manager's node rows (shard 0).\n"
                       "# TYPE metagate_cluster_node_row gauge\n");
     render_node_rows(ms, o);
@@ -400,11 +411,13 @@ void meta_cluster_render(struct meta_store *ms, struct mg_buf *o)
         mg_buf_appendf(o,
                        "metagate_shard_info{shard=\"%u\",lo=\"%llu\",hi=\"%llu\",epoch=\"%u\","
                        "replicas=\"%s\",leader=\"%llu\",keys=\"%s%llu\",bytes=\"%llu\","
-                       "applied=\"%llu\"} 1\n",
-                       s.id, (unsigned long long)s.lo, (unsigned long long)s.hi, s.epoch, replicas,
+                       "applied=\"%llu\",standby=\"%s\"} 1\n",
+                       s.id, (unsigned long long)s.lo, (unsigned long long)s.hi, s.epoch,
+                       sh != NULL && sh->voters[0] != '\0' ? sh->voters : replicas,
                        (unsigned long long)(sh != NULL ? sh->leader_id : 0), capped ? ">=" : "",
                        (unsigned long long)keys, (unsigned long long)bytes,
-                       (unsigned long long)(sh != NULL ? sh->applied_index : 0));
+                       (unsigned long long)(sh != NULL ? sh->applied_index : 0),
+                       sh != NULL ? sh->standbys : "");
     }
     mg_free(l);
     mg_buf_appendf(o,

@@ -56,6 +56,8 @@ struct meta__cluster {
     uint64_t forwarded, forward_retries, fences_local, fences_remote, read_index_rpcs;
     uint64_t split_keys, split_bytes; /* cluster.split_keys / split_bytes (0: never) */
     struct meta__splitter *split;     /* split.c, the manager's driver (NULL: splits off) */
+    int joined;                       /* members.c: this node's row is in its RocksDB */
+    unsigned members_ticks;           /* members.c: ticks seen */
 };
 
 /* Copy opts (borrowed) into a new cluster. Returns 0 or MG_ECONFIG (errmsg: no such node,
@@ -76,6 +78,26 @@ int meta__cluster_init_do(struct meta_store *ms, struct meta_op *op);
 /* The text of shard s's 'H' row: "shard=S lo=L hi=H epoch=E replicas=A,B,C". */
 void meta__cluster_shard_row(const struct meta__cluster *cl, const struct meta__shard *s,
                              struct mg_buf *v);
+
+/* The text of node n's 'N' row: "id=I s3=A raft=B rpc=C state=up". */
+void meta__cluster_node_row(const struct meta__node *n, struct mg_buf *v);
+
+/* ------------------------------------------------------------ members.c */
+
+/* Add node id to the table (and its RPC peer) unless known: 1 added, 0 known, or
+ * MG_EINVALIDARGUMENT (table full, an address too long). */
+int meta__members_learn(struct meta__shards *ss, uint64_t id, const char *s3, const char *raft,
+                        const char *rpc);
+/* The same from a node row's text (an applied 0x02 'N' row, a META_RPC_JOIN payload). */
+int meta__members_learn_row(struct meta__shards *ss, const char *v, size_t len);
+/* At start (after the RPC listener): every node row in RocksDB. */
+void meta__members_load(struct meta__shards *ss);
+/* Serve META_RPC_JOIN. */
+int meta__members_listen(struct meta__shards *ss);
+/* From the cluster tick: join (a new node), and place the voters of the groups led here. */
+void meta__members_tick(struct meta__shards *ss);
+/* Shard s's voters (voters 1) or standbys (0) as "a,b,c" into out (n bytes). */
+void meta__members_replicas(struct meta__shard *s, char *out, size_t n, int voters);
 
 /* Keys of the manager's rows (key.c): 0x02 'N' · node-id u64 and 0x02 'H' · shard-id u32;
  * values are "key=value" text, printed as they are by admin. */

@@ -641,6 +641,8 @@ struct meta_shard_stats {
     uint64_t last_index;         /* gauge: last index in the log */
     uint64_t log_bytes;          /* gauge: the group's log on disk */
     uint64_t leader_id;          /* gauge: the leader this node knows of (0: none) */
+    char voters[64];             /* cluster: the group's voters "a,b,c" ("": unknown) */
+    char standbys[64];           /* cluster: its standbys (non-voting replicas) */
 };
 
 struct meta_op_stats {

@@ -381,6 +381,9 @@ static void side_effects(struct meta__shards *ss, const void *buf, size_t len)
             if (r.key.len > 1 && (uint8_t)r.key.base[0] == META_K_SHARD0 &&
                 r.key.base[1] == META_S0_BUCKET)
                 invalidate_bucket(ms, r.key);
+            else if (r.type == META_WS_PUT && ss->cl != NULL && r.key.len > 1 &&
+                     (uint8_t)r.key.base[0] == META_K_SHARD0 && r.key.base[1] == META_S0_NODE)
+                meta__members_learn_row(ss, r.value.base, r.value.len); /* a node joined */
         }
     }
 }
@@ -701,6 +704,10 @@ static void on_stats_tick(uv_timer_t *t)
         o->last_index = g.last_index;
         o->log_bytes = g.log_bytes;
         o->leader_id = sh->g != NULL && !sh->reopening ? mraft_group_leader(sh->g, NULL) : 0;
+        if (ss->cl != NULL) {
+            meta__members_replicas(sh, o->voters, sizeof(o->voters), 1);
+            meta__members_replicas(sh, o->standbys, sizeof(o->standbys), 0);
+        }
     }
     pthread_mutex_lock(&ss->stats_lock);
     ss->sample = st;

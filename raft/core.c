@@ -1152,7 +1152,7 @@ static void on_change(struct raft_change *c, int status)
     if (status == 0 && g->change_promote != 0 && !g->closing) {
         raft_id id = g->change_promote;
         g->change_promote = 0;
-        status = raft_assign(g->raft, &g->change, id, RAFT_VOTER, on_change);
+        status = raft_assign(g->raft, &g->change, id, g->change_role, on_change);
         if (status == 0)
             return;
     }
@@ -1188,6 +1188,56 @@ int mraft_group_add_voter(struct mraft_group *g, uint64_t id, const char *addres
         return mraft__err(rv);
     g->change_busy = true;
     g->change_promote = id;
+    g->change_role = RAFT_VOTER;
+    return 0;
+}
+
+unsigned mraft_group_members(struct mraft_group *g, struct mraft_member *out, unsigned max)
+{
+    if (g->raft == NULL)
+        return 0;
+    const struct raft_configuration *c = &g->raft->configuration;
+    unsigned n = 0;
+    for (unsigned i = 0; i < c->n && n < max; i++) {
+        out[n].id = c->servers[i].id;
+        out[n].role = c->servers[i].role == RAFT_VOTER     ? MRAFT_MEMBER_VOTER
+                      : c->servers[i].role == RAFT_STANDBY ? MRAFT_MEMBER_STANDBY
+                                                           : MRAFT_MEMBER_SPARE;
+        n++;
+    }
+    return n;
+}
+
+int mraft_group_assign(struct mraft_group *g, uint64_t id, const char *address,
+                       enum mraft_member_role role, mraft_change_cb cb, void *data)
+{
+    int rv = change_begin(g, cb, data);
+    if (rv != 0)
+        return rv;
+    int want = role == MRAFT_MEMBER_VOTER     ? RAFT_VOTER
+               : role == MRAFT_MEMBER_STANDBY ? RAFT_STANDBY
+                                              : RAFT_SPARE;
+    const struct raft_server *srv = NULL;
+    for (unsigned i = 0; i < g->raft->configuration.n; i++)
+        if (g->raft->configuration.servers[i].id == id)
+            srv = &g->raft->configuration.servers[i];
+    if (srv != NULL && srv->role == want)
+        return MG_EINVALIDARGUMENT;
+    if (srv == NULL) {
+        if (address == NULL)
+            return MG_EINVALIDARGUMENT;
+        rv = raft_add(g->raft, &g->change, id, address, on_change); /* a spare first */
+        if (rv != 0)
+            return mraft__err(rv);
+        g->change_busy = true;
+        g->change_promote = want != RAFT_SPARE ? id : 0;
+        g->change_role = want;
+        return 0;
+    }
+    rv = raft_assign(g->raft, &g->change, id, want, on_change);
+    if (rv != 0)
+        return mraft__err(rv);
+    g->change_busy = true;
     return 0;
 }
 

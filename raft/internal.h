@@ -121,6 +121,7 @@ struct mraft_group {
     struct raft_change change;          /* request storage */
     bool change_busy;                   /* a change is running */
     uint64_t change_promote;            /* id to promote after the add, 0 if none */
+    int change_role;                    /* its role then (RAFT_VOTER / RAFT_STANDBY) */
     mraft_change_cb change_cb;          /* user callback */
     void *change_data;                  /* its argument */
     struct raft_transfer transfer;      /* request storage */

@@ -398,6 +398,33 @@ int mraft_group_add_voter(struct mraft_group *g, uint64_t id, const char *addres
 int mraft_group_remove_voter(struct mraft_group *g, uint64_t id, mraft_change_cb cb,
                              void *data);
 
+/* A member of a group's current configuration (libraft's roles). A standby replicates the
+ * log (and installs snapshots) but does not vote; a spare gets nothing. */
+enum mraft_member_role {
+    MRAFT_MEMBER_VOTER,
+    MRAFT_MEMBER_STANDBY,
+    MRAFT_MEMBER_SPARE,
+};
+struct mraft_member {
+    uint64_t id;
+    enum mraft_member_role role;
+};
+
+/* The group's configuration as this node knows it (the leader's: the latest appended,
+ * maybe not committed yet): up to max members into out; returns how many. */
+unsigned mraft_group_members(struct mraft_group *g, struct mraft_member *out, unsigned max);
+
+/*
+ * Give id the role: a node not in the configuration is added (a spare, at address) and
+ * then assigned the role once that change committed (libraft catches a new voter up
+ * first). Leader only; one change at a time (add_voter / remove_voter included). cb as
+ * for add_voter. Errors (callback not run): MG_ENOTLEADER, MG_EBUSY, MG_ESHUTDOWN,
+ * MG_EINVALIDARGUMENT (already that role; a new id without an address), or libraft
+ * refusing the change (an uncommitted configuration: MG_EBUSY-like codes).
+ */
+int mraft_group_assign(struct mraft_group *g, uint64_t id, const char *address,
+                       enum mraft_member_role role, mraft_change_cb cb, void *data);
+
 /*
  * Ask libraft to hand leadership to voter id (0: any up-to-date voter).
  * Completion is observed through mraft_group_leader(). Errors: MG_ENOTLEADER,

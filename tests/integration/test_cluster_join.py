@@ -38,6 +38,16 @@ def body_of(bucket, key, gen=0):
     return ("%s/%s/%d/" % (bucket, key, gen)).encode() * (1 + len(key) % 7)
 
 
+SHARD_RE = re.compile(r'^metagate_shard_info\{shard="(\d+)",.*replicas="([^"]*)".*'
+                      r'standby="([^"]*)"', re.M)
+
+
+def members(body):
+    """{shard: (voters, standbys)} (sets of node ids) of a node's /metrics."""
+    ids = lambda t: {int(x) for x in t.split(",") if x}
+    return {int(m.group(1)): (ids(m.group(2)), ids(m.group(3))) for m in SHARD_RE.finditer(body)}
+
+
 def clients_of(cluster):
     """An s3raw client per node, with the cluster's first user's keys."""
     u = cluster.users[0]
@@ -164,11 +174,68 @@ class ClusterJoinTest(mgtest.S3TestCase):
         r = self.until_ok([0, 1], "GET", "/%s/%s" % (b, key))
         self.assertIsNotNone(r)
         self.assertEqual(r.body, b"x" * 100)
+        expect[b][key] = b"x" * 100
+        type(self).expect = expect  # test_node4_joins reads them back through node 4
         print("cluster_join: %d objects (%d written with node 3 down); installs on node 3: %d "
               "%s; write %.1f s, install %.1f s after restart, total %.1f s" % (
                   sum(len(v) for v in expect.values()), AFTER, installs,
                   ["shard %s rows %s bytes %s" % d for d in done], t_written - t0,
                   t_installed - t_written, time.monotonic() - t0))
+
+
+    def test_node4_joins(self):
+        """A 4th node started with a 4-node list (the running nodes list 3) joins: every
+        shard keeps 3 voters, node 4 is a voter of some and a replica (voter or standby)
+        of all, and everything reads back through it byte for byte."""
+        cl = self.cluster
+        expect = getattr(type(self), "expect", None)
+        if expect is None:
+            self.skipTest("needs test_lagging_replica_installs_checkpoint's objects")
+        t0 = time.monotonic()
+        cl.add_node(4)
+        c4 = clients_of(cl)[3]
+        deadline = time.monotonic() + 60
+        got = {}
+        while time.monotonic() < deadline:
+            got = members(cl.metrics(1))
+            ok = bool(got) and all(len(v) == 3 and not (v & s) for v, s in got.values())
+            ok = ok and all(4 in v | s for v, s in got.values())
+            ok = ok and any(4 in v for v, s in got.values())
+            ok = ok and all(v | s == {1, 2, 3, 4} for v, s in got.values())
+            if ok:
+                break
+            time.sleep(0.5)
+        t_placed = time.monotonic()
+        self.assertTrue(ok, "shard members via node 1: %s\n%s" % (got, cl.logs(20)))
+        for b, objs in expect.items():
+            keys = None
+            for _ in range(150):
+                keys = mgcluster.list_keys(c4, b)
+                if keys == sorted(objs):
+                    break
+                time.sleep(0.2)
+            self.assertEqual(keys, sorted(objs), "LIST %s via node 4" % b)
+            for key, want in objs.items():
+                r = None
+                for _ in range(50):
+                    try:
+                        r = c4.request("GET", "/%s/%s" % (b, key))
+                    except Exception:
+                        r = None
+                    if r is not None and r.status == 200:
+                        break
+                    time.sleep(0.2)
+                self.assertIsNotNone(r, "GET %s/%s via node 4" % (b, key))
+                self.assertEqual((r.status, r.body), (200, want), "GET %s/%s via node 4" % (b, key))
+        b = sorted(expect)[0]
+        r = c4.request("PUT", "/%s/via-node4" % b, body=b"n4" * 50)
+        self.assertEqual(r.status, 200, "PUT via node 4")
+        r = self.until_ok([0, 1, 2], "GET", "/%s/via-node4" % b)
+        self.assertEqual(r.body if r else None, b"n4" * 50)
+        print("node4: members %s; placed %.1f s after start; %d objects read through node 4; "
+              "total %.1f s" % (sorted((k, sorted(v), sorted(s)) for k, (v, s) in got.items()),
+                                t_placed - t0, sum(len(v) for v in expect.values()),
+                                time.monotonic() - t0))
 
 
 if __name__ == "__main__":

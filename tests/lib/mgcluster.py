@@ -204,6 +204,45 @@ class Cluster:
         self._procs.append(p)  # reaped by Popen's own bookkeeping
         return p.pid
 
+    def add_node(self, k):
+        """Start node k, new to the running cluster: its config is node 1's with k added
+        to cluster.nodes (fresh ports) and node_id k; the running nodes' configs are left
+        as they are (they learn k when it joins). Returns its pid."""
+        with open(os.path.join(self.node_dir(1), "config.json")) as f:
+            cfg = json.load(f)
+        ports = []
+        socks = []
+        for _ in range(3):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+        for s in socks:
+            s.close()
+        me = {"id": k, "s3": "127.0.0.1:%d" % ports[0], "raft": "127.0.0.1:%d" % ports[1],
+              "rpc": "127.0.0.1:%d" % ports[2]}
+        d = self.node_dir(k)
+        os.makedirs(os.path.join(d, "data"), exist_ok=True)
+        cfg["listen"] = me["s3"]
+        cfg["data_dir"] = os.path.join(d, "data")
+        cfg["cluster"] = dict(cfg["cluster"], node_id=k, nodes=cfg["cluster"]["nodes"] + [me])
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f, indent=2)
+        argv = [self.binary, "serve", "--config", os.path.join(d, "config.json")]
+        with open(os.path.join(d, "cmdline"), "wb") as f:
+            f.write(b"\0".join(a.encode() for a in argv) + b"\0")
+        log = open(os.path.join(d, "log"), "ab")
+        p = subprocess.Popen(argv, cwd=d, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+        log.close()
+        with open(os.path.join(d, "pid"), "w") as f:
+            f.write("%d\n" % p.pid)
+        self._procs = getattr(self, "_procs", [])
+        self._procs.append(p)
+        self.n = max(self.n, k)
+        self.endpoints.append("http://" + me["s3"])
+        return p.pid
+
     # -------------------------------------------------------------- figures
     def metrics(self, k, timeout=2):
         try:
