@@ -398,8 +398,10 @@ static int finish(struct meta__install *in, uint64_t *applied)
     s->applied = in->covers;
     *applied = in->covers;
     s->ss->installs_done++;
-    if (s->id == 0)
+    if (s->id == 0) {
         invalidate_bucket_cache(s->ss->ms);
+        meta__members_load(s->ss); /* node rows it skipped: nodes that joined meanwhile */
+    }
     mg_log(MG_LOG_INFO, "event=install_done shard=%u snapshot=%llu covers=%llu source=%llu "
            "rows=%llu bytes=%llu chunks=%u ms=%lld", s->id, (unsigned long long)in->want,
            (unsigned long long)in->covers, (unsigned long long)in->source,
