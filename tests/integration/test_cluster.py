@@ -24,14 +24,12 @@ rados stage sets it and runs this suite there); without it the suite is skipped.
 Environment: MG_CLUSTER_SECONDS (failover test duration, default 60)."""
 
 import hashlib
-import json
 import os
 import random
 import signal
 import sys
 import threading
 import time
-import unittest
 import xml.etree.ElementTree as ET
 
 import mgcluster
@@ -120,14 +118,10 @@ def check_read(hist, key, start, end, status, data):
 class ClusterTest(mgtest.S3TestCase):
     @classmethod
     def setUpClass(cls):
-        rj = os.environ.get("MG_TEST_DATA_RADOS")
-        if not rj or not os.path.exists(rj):
-            raise unittest.SkipTest("no Ceph: MG_TEST_DATA_RADOS (deploy/ceph-up) not set")
-        with open(rj) as f:
-            rados = dict(json.load(f), namespace="cluster-%d" % os.getpid())
+        data = mgcluster.rados_data("cluster-%d" % os.getpid())
         cls.workdir = os.path.join(mgtest.TMP, "cluster")
         cls.cluster = mgcluster.Cluster(os.environ["MG_BIN"], cls.workdir, n=3, base={
-            "inline_max_bytes": INLINE_MAX, "data": {"backend": "rados", "rados": rados}})
+            "inline_max_bytes": INLINE_MAX, "data": data})
         cls.cluster.start()
         u = cls.cluster.users[0]
         cls.clients = [s3raw.Client(e, u["access_key"], u["secret_key"])

@@ -38,14 +38,12 @@ stripe missing).
 Needs a Ceph: MG_TEST_DATA_RADOS (deploy/ceph-up's data.rados.json), else skipped."""
 
 import functools
-import json
 import os
 import random
 import signal
 import subprocess
 import threading
 import time
-import unittest
 import xml.etree.ElementTree as ET
 
 import mgcluster
@@ -72,11 +70,8 @@ def stripes_of(size):
 class ClusterOrphans(mgtest.S3TestCase):
     @classmethod
     def setUpClass(cls):
-        rj = os.environ.get("MG_TEST_DATA_RADOS")
-        if not rj or not os.path.exists(rj):
-            raise unittest.SkipTest("no Ceph: MG_TEST_DATA_RADOS (deploy/ceph-up) not set")
-        with open(rj) as f:
-            cls.rados = dict(json.load(f), namespace="corph-%d" % os.getpid())
+        data = mgcluster.rados_data("corph-%d" % os.getpid())
+        cls.rados = data["rados"]
         cls.saved_env = {k: os.environ.get(k) for k in (
             "MG_ORPHAN_PERIOD_MS", "MG_ORPHAN_GRACE_MS", "MG_FAULT_ROUTE_HOLD_MS")}
         os.environ["MG_ORPHAN_PERIOD_MS"] = str(PERIOD_MS)  # nodes inherit these
@@ -84,7 +79,7 @@ class ClusterOrphans(mgtest.S3TestCase):
         os.environ["MG_FAULT_ROUTE_HOLD_MS"] = str(HOLD_MS)
         cls.workdir = os.path.join(mgtest.TMP, "cluster_orphans")
         cls.cluster = mgcluster.Cluster(os.environ["MG_BIN"], cls.workdir, n=3, base={
-            "inline_max_bytes": INLINE_MAX, "data": {"backend": "rados", "rados": cls.rados}})
+            "inline_max_bytes": INLINE_MAX, "data": data})
         cls.cluster.start()
         u = cls.cluster.users[0]
         cls.clients = [s3raw.Client(e, u["access_key"], u["secret_key"])

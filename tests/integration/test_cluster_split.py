@@ -17,13 +17,11 @@ their start, entries from before the splits included).
 Needs a Ceph: MG_TEST_DATA_RADOS names a deploy/ceph-up data.rados.json; without it the
 suite is skipped. Environment: MG_SPLIT_TEST_KEYS (the threshold, default 120 rows)."""
 
-import json
 import os
 import re
 import subprocess
 import threading
 import time
-import unittest
 import xml.etree.ElementTree as ET
 
 import mgcluster
@@ -48,11 +46,7 @@ def shard_info(body):
 class ClusterSplitTest(mgtest.S3TestCase):
     @classmethod
     def setUpClass(cls):
-        rj = os.environ.get("MG_TEST_DATA_RADOS")
-        if not rj or not os.path.exists(rj):
-            raise unittest.SkipTest("no Ceph: MG_TEST_DATA_RADOS (deploy/ceph-up) not set")
-        with open(rj) as f:
-            rados = dict(json.load(f), namespace="split-%d" % os.getpid())
+        data = mgcluster.rados_data("split-%d" % os.getpid())
         # The nodes (and their restarts) inherit the environment: the split threshold.
         os.environ["MG_SPLIT_KEYS"] = str(SPLIT_KEYS)
         # RocksDB flushed every second: the kill -9 below finds the splits in the flushed
@@ -61,7 +55,7 @@ class ClusterSplitTest(mgtest.S3TestCase):
         os.environ["MG_FLUSH_MAX_AGE_MS"] = "1000"
         cls.workdir = os.path.join(mgtest.TMP, "cluster-split")
         cls.cluster = mgcluster.Cluster(os.environ["MG_BIN"], cls.workdir, n=3, base={
-            "data": {"backend": "rados", "rados": rados}})
+            "data": data})
         cls.cluster.start()
         u = cls.cluster.users[0]
         cls.clients = [s3raw.Client(e, u["access_key"], u["secret_key"])
